@@ -4,6 +4,8 @@ signatures (`dim=None`, `dtype=`, `threshold=`, `inplace=`, `padding_idx=`) over
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -19,6 +21,7 @@ from ..errors import (
     call_error,
 )
 from ..frontend.autocast import autocast_op
+from ..frontend.nn_functional import refuse_integer_dropout
 from ..frontend.nn_interpolate import interpolate
 from ..frontend.result_layouts import suggested_layout
 from ..frontend.torch_index import int_index
@@ -114,22 +117,52 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 
 
 def _channel_dropout(name, spatial, input, p, training, inplace):  # noqa: A002
-    """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input."""
+    """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input, as
+    PyTorch's: dropout1d takes 2-D or 3-D inputs only; dropout2d and dropout3d warn on other
+    ranks and drop along dims (0, 1) of them; dropout2d reads a 3-D input as (N, C, L) (with
+    a warning), dropout3d reads any input but a 5-D one as unbatched."""
     if not 0.0 <= p <= 1.0:
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     (x,) = F.core.lift(input)
     if x.ndim not in (spatial + 1, spatial + 2):
-        raise call_error(ShapeMismatchError, f"Expected {spatial + 1}D or {spatial + 2}D "
-                         f"input, but received a {x.ndim}D input", name, x)  # fmt: skip
+        note = (f"Note that {name} exists to provide channel-wise dropout on inputs with "
+                f"{spatial} spatial dimension{'s' if spatial > 1 else ''}, a channel "
+                f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+                f"{spatial + 2}D inputs).")  # fmt: skip
+        if spatial == 1:
+            raise call_error(ShapeMismatchError, f"{name}: Expected 2D or 3D input, but "
+                             f"received a {x.ndim}D input. {note}", name, x)  # fmt: skip
+        warnings.warn(f"{name}: Received a {x.ndim}-D input to {name}, which is deprecated and "
+                      f"will result in an error in a future release. To retain the behavior "
+                      f"and silence this warning, please use dropout instead. {note}",
+                      stacklevel=3)  # fmt: skip
+    if spatial == 2 and x.ndim == 3:
+        warnings.warn(_DROPOUT2D_3D, stacklevel=3)
+    unbatched = spatial != 2 and x.ndim != spatial + 2  # channels along dim 0
     if not training or p == 0.0:
         return x
+    if x.ndim + unbatched < 2:
+        raise call_error(ShapeMismatchError, "Feature dropout requires at least 2 dimensions "
+                         "in the input", name, x)  # fmt: skip
+    if p != 1.0:
+        refuse_integer_dropout(x, name)
 
     def fn(x):
-        mask_shape = tuple(x.shape[: x.ndim - spatial]) + (1,) * spatial
+        lead = 1 if unbatched else 2
+        mask_shape = tuple(x.shape[:lead]) + (1,) * (x.ndim - lead)
         ones = F.broadcast_to(F.core.lift(1.0, context=(x,), dtype=x.dtype)[0], mask_shape)
         return F.mul(x, F.dropout(ones, p, True))
 
     return in_place(f"{name}_", fn, x, inplace)
+
+
+_DROPOUT2D_3D = (
+    "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+    "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+    "This behavior will change in a future release to interpret the input as one without a "
+    "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+    "please switch to using dropout1d instead."
+)
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
@@ -143,7 +176,8 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
-    """Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs with probability `p`.
+    """Zeroes whole channels of (N, C, H, W) inputs with probability `p`; a 3-D input is read
+    as (N, C, L), as PyTorch's (which warns).
 
     >>> import kiln as kn
     >>> y = kn.nn.functional.dropout2d(kn.ones(4, 8, 3, 3))

@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
-from ..frontend.nn_functional import _keep_mask
+from ..frontend.nn_functional import _keep_mask, refuse_integer_dropout
 from .functional_act import in_place
 from .functional_loss import long_targets, reduce_loss, reduction_of
 
@@ -34,6 +34,7 @@ def _alpha_dropout(name: str, x, p: float, training: bool, feature: bool):
         return x
     if p == 1.0:
         return F.mul(x, 0)  # PyTorch's: multiply, so the graph stays connected
+    refuse_integer_dropout(x, name)
     dtype = x.dtype if dt.is_float(x.dtype) else dt.DEFAULT_FLOAT
     like = x
     if feature:  # one draw per (sample, channel)

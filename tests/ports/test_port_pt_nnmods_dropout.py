@@ -163,6 +163,15 @@ def _(lib, x):
     return outs, z
 
 
+@case("inplace_changes_the_argument", X, X.reshape(2, 3, 2, 2), X)
+def _(lib, x, x4, y):
+    # the caller's tensor changes (under kn.compile too: the compiled call writes it back)
+    F = lib.nn.functional
+    outs = (F.dropout(x, 1.0, inplace=True), F.dropout2d(x4, 1.0, True, True),
+            F.relu(y, inplace=True), F.alpha_dropout(y, 0.0, True, inplace=True))  # fmt: skip
+    return x, x4, y, outs
+
+
 @case("inplace_on_leaf_requiring_grad_refused", Leaf.of(X))
 def _(lib, x):
     return lib.nn.functional.dropout(x, 0.5, inplace=True)

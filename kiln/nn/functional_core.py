@@ -232,13 +232,36 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         table = _renormed(table, ids, float(max_norm), float(norm_type))
         if isinstance(weight, Tensor):
             weight.detach().copy_(table.detach())  # PyTorch's: the rows change in place
+        elif _traced_parameter(weight) is not None:  # kn.compile: the parameter changes,
+            table = _renew_parameter(weight, table)  # later reads (these rows) see it
     rows = _looked_up(table, ids, padding_idx, scale_grad_by_freq)
-    if max_norm is not None and isinstance(weight, Symbol):
+    if max_norm is not None and isinstance(weight, Symbol) and _traced_parameter(weight) is None:
         _write_renormed(weight, table, rows)
     saved = {"_saved_indices": ids, "_saved_padding_idx": -1 if padding_idx is None else
              padding_idx, "_saved_scale_grad_by_freq": scale_grad_by_freq,
              "_saved_sparse": False, "_saved_weight_sym_argsize_0": table.shape[0]}  # fmt: skip
     return name_history(rows, "EmbeddingBackward0", table, saved=saved)  # PyTorch's node
+
+
+def _traced_parameter(weight):
+    """The module's Parameter whose Variable `weight` is in a kn.compile trace, else None."""
+    from ..frontend.functionalize import in_compiled_trace
+    from ..graph.core import Variable
+    from .parameter import owner_of
+
+    if isinstance(weight, Variable) and in_compiled_trace(weight):
+        return owner_of(weight)
+    return None
+
+
+def _renew_parameter(weight, table):
+    """PyTorch's in-place renorm of a module's weight under kn.compile: the program assigns
+    the renormed table on each call, and the trace's later reads of the weight (the lookup,
+    a read after the call) see it; gradients flow on to the Parameter, as to PyTorch's leaf
+    changed under no_grad. Returns the weight's new value in the trace."""
+    owner = _traced_parameter(weight)
+    owner._traced_assign(weight.graph, F.stop_gradient(table), "embedding_renorm_")
+    return owner._traced_value(weight.graph)
 
 
 def _write_renormed(weight, table, rows) -> None:

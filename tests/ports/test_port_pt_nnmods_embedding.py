@@ -508,3 +508,103 @@ def test_bag_scale_grad_by_freq_is_the_lookups(torch):
 
             fn = kn.compile(bag_grad) if mode == "compiled" else bag_grad
             np.testing.assert_allclose(fn(kn.tensor(ids), kw).numpy(), want.numpy(), rtol=1e-5)
+
+
+# -- modules made outside the function: eagerly and under kn.compile -----------------------
+
+MODULES = {}  # name -> (make(lib) -> module, run(lib, module, *inputs), inputs)
+
+
+def module_case(name, make, *inputs):
+    def register(fn):
+        MODULES[name] = (make, fn, inputs)
+        return fn
+
+    return register
+
+
+@module_case(
+    "module_padding_idx_grad",
+    lambda lib: lib.nn.Embedding(5, 4, padding_idx=3, _weight=lib.tensor(W)),
+    REP,
+)
+def _(lib, m, ids):  # fmt: skip
+    out = m(ids)
+    return out, _grad(lib, out, m.weight)
+
+
+@module_case(
+    "module_max_norm_renorms_its_weight",
+    lambda lib: lib.nn.Embedding(5, 4, max_norm=1.5, _weight=lib.tensor(W)),
+    REP,
+)
+def _(lib, m, ids):  # fmt: skip
+    out = m(ids)
+    return out, m.weight * 1, _grad(lib, out, m.weight)
+
+
+@module_case(
+    "module_scale_grad_by_freq",
+    lambda lib: lib.nn.Embedding.from_pretrained(
+        lib.tensor(W), freeze=False, scale_grad_by_freq=True
+    ),
+    FLAT,
+)
+def _(lib, m, ids):  # fmt: skip
+    out = m(ids)
+    return out, _grad(lib, out, m.weight)
+
+
+@module_case(
+    "module_frozen_pretrained", lambda lib: lib.nn.Embedding.from_pretrained(lib.tensor(W)), IDS
+)
+def _(lib, m, ids):  # fmt: skip
+    out = m(ids)
+    return out, out.requires_grad
+
+
+for _mode in ("sum", "mean", "max"):
+
+    @module_case(
+        f"bag_module_{_mode}",
+        lambda lib, mode=_mode: lib.nn.EmbeddingBag(
+            5, 4, mode=mode, padding_idx=2, _weight=lib.tensor(W)
+        ),
+        FLAT,
+        OFF,
+    )
+    def _(lib, m, ids, off):  # fmt: skip
+        out = m(ids, off)
+        return out, _grad(lib, out, m.weight)
+
+
+@module_case(
+    "bag_module_include_last_offset_psw",
+    lambda lib: lib.nn.EmbeddingBag(
+        5, 4, mode="sum", include_last_offset=True, _weight=lib.tensor(W)
+    ),
+    FLAT,
+    np.array([0, 2, 2, 5, 7]),
+    Leaf.of(PSW),
+)
+def _(lib, m, ids, off, psw):  # fmt: skip
+    out = m(ids, off, per_sample_weights=psw)
+    return out, _grad(lib, out, m.weight, psw)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_matches_torch(torch, name, mode):
+    from pt_oracle import assert_same, outcome
+
+    import kiln as kn
+
+    make, fn, inputs = MODULES[name]
+    want, torch_error = outcome(torch, lambda lib, *a: fn(lib, make(lib), *a), inputs)
+    assert torch_error is None, torch_error
+    m = make(kn)
+    got, error = outcome(kn, lambda lib, *a: fn(lib, m, *a), inputs,
+                         kn.compile if mode == "compiled" else None)  # fmt: skip
+    if error is not None:
+        raise error
+    assert_same(got, want)

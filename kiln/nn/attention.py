@@ -6,6 +6,7 @@ the same outputs."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -213,6 +214,7 @@ def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, pr
     (weights, biases), `project_out` the output projection; `(output, weights)`."""
     if is_causal and attn_mask is None:
         raise UsageError("Need attn_mask if specifying the is_causal hint.")
+    _check_kv_shapes(q, k, num_heads, key_padding_mask, attn_mask, static_k, static_v)
     (ws, bs) = projections
     q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
     embed_dim = q.shape[2]
@@ -250,6 +252,36 @@ def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, pr
         out, weights = scaled_dot_product_attention(q, k, v, bias, p), None
     out = project_out(F.reshape(F.transpose(out, 1, 2), (n, q.shape[2], embed_dim)))
     return out, weights
+
+
+def _check_kv_shapes(q, k, num_heads, key_padding_mask, attn_mask, static_k, static_v):
+    """PyTorch's asserts on the batch-first (N, L, E) inputs' key_padding_mask (N, S) and
+    static keys and values (N * heads, S, E / heads), and its warning on masks of mismatched
+    kinds (one bool, one float)."""
+    n, head_dim = q.shape[0], q.shape[2] // num_heads
+
+    def fail(message):
+        raise call_error(ShapeAssertionError, message, "multi_head_attention_forward", q, k)
+
+    src_len = k.shape[1]
+    for name, static in (("static_k", static_k), ("static_v", static_v)):
+        if static is not None:
+            if static.shape[0] != n * num_heads:
+                fail(f"expecting {name}.size(0) of {n * num_heads}, but got {static.shape[0]}")
+            if static.shape[2] != head_dim:
+                fail(f"expecting {name}.size(2) of {head_dim}, but got {static.shape[2]}")
+    if static_k is not None:
+        src_len = static_k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (n, src_len):
+            fail(f"expecting key_padding_mask shape of {(n, src_len)}, but got "
+                 f"{tuple(key_padding_mask.shape)}")  # fmt: skip
+        if attn_mask is not None and (
+            (dt.as_dtype(key_padding_mask.dtype) == dt.bool_)
+            != (dt.as_dtype(attn_mask.dtype) == dt.bool_)
+        ):
+            warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. "
+                          "Use same type for both instead.", stacklevel=4)  # fmt: skip
 
 
 def _merged_mask(mask, padding, n, num_heads):

@@ -9,6 +9,7 @@ differs; functional scenarios call `F.multi_head_attention_forward` on NumPy wei
 Expected values: torch 2.13 (the oracle).
 """
 
+import warnings
 import zlib
 
 import numpy as np
@@ -246,7 +247,29 @@ def _(lib, m, q, k, v):
     return m(q, k, v)
 
 
+@module_case("mha_kpm_wrong_shape", _mha(), Q, K, V, KPM.T)
+def _(lib, m, q, k, v, kpm):
+    return m(q, k, v, key_padding_mask=kpm)
+
+
+@module_case("mha_mismatched_mask_kinds_warn", _mha(), Q, K, V, np.where(KPM, -1e4, 0.0)
+             .astype(f32), AM)  # fmt: skip
+def _(lib, m, q, k, v, kpm, am):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = m(q, k, v, key_padding_mask=kpm, attn_mask=am)
+    return out, [str(w.message) for w in caught]
+
+
+MODULE_EAGER_ONLY = {
+    "mha_mismatched_mask_kinds_warn": "kn.compile records a traced function's warnings and "
+    "gives them at each call, outside the function: a catch_warnings inside it sees none",
+}
+
+
 def _check_module(torch, name, mode):
+    if mode == "compiled" and name in MODULE_EAGER_ONLY:
+        pytest.skip(MODULE_EAGER_ONLY[name])
     make, fn, inputs = MODULES[name]
     want, torch_error = outcome(torch, lambda lib, *a: fn(lib, make(lib), *a), inputs)
     m = make(kn)
@@ -353,6 +376,24 @@ def _(lib, q):
 def _(lib, q, k, v, kpm, am):
     return _fwd(lib, q, k, v, lib.tensor(IN_W), lib.tensor(IN_B), key_padding_mask=kpm,
                 attn_mask=am)  # fmt: skip
+
+
+@case("functional_static_k_wrong_batch", Q, K, V, _rand(34, 3, 4, E // H))
+def _(lib, q, k, v, sk):
+    return _fwd(lib, q, k, v, lib.tensor(IN_W), lib.tensor(IN_B), static_k=sk)
+
+
+@case("functional_static_v_wrong_head_dim", Q, K, V, _rand(35, 4, 4, 3))
+def _(lib, q, k, v, sv):
+    return _fwd(lib, q, k, v, lib.tensor(IN_W), lib.tensor(IN_B), static_v=sv)
+
+
+@case("functional_kpm_of_static_length", Q, K, V, _rand(36, 4, 5, E // H),
+      _rand(37, 4, 5, E // H), np.zeros((2, 5), bool))  # fmt: skip
+def _(lib, q, k, v, sk, sv, kpm):
+    kpm[1, 4] = True
+    return _fwd(lib, q, k, v, lib.tensor(IN_W), lib.tensor(IN_B), static_k=sk, static_v=sv,
+                key_padding_mask=kpm)  # fmt: skip
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -214,6 +214,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     tensor([[4., 5.],
             [0., 1.]])
     """
+    if len(getattr(weight, "shape", np.shape(weight))) != 2:
+        raise call_error(ShapeMismatchError, "'weight' must be 2-D", "embedding", weight)
     if sparse and max_norm is not None and isinstance(weight, Tensor):
         ids, table = F.core.lift(input, weight)  # PyTorch's: renorm in place, then look up
         weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())

@@ -403,6 +403,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             f"supported for mode='sum' (got mode='{mode}')."
         )
     idx, w = F.core.lift(input, weight)
+    if w.ndim != 2:
+        raise ArgumentError(f"weight has to be a 2D Tensor, but got Tensor of dimension {w.ndim}")
     if per_sample_weights is not None:
         _check_per_sample_weights(idx, w, per_sample_weights)
     if idx.ndim == 2:

@@ -332,9 +332,7 @@ class Embedding(Module):
                 table[padding_idx] = 0
         else:  # PyTorch's: the table keeps its dtype unless `dtype` is given
             table = _given_table(_weight, num_embeddings, embedding_dim, dtype)
-        self.weight = Parameter(table)
-        if _freeze:
-            self.weight.requires_grad = False
+        self.weight = Parameter(table, requires_grad=not _freeze)  # (a frozen int table too)
         if device is not None:
             self.to(device)
 

@@ -451,11 +451,115 @@ def _(lib, w):
     return w  # the rows looked up are renormed in the tensor given
 
 
+@case("embedding_weight_3d_refused", IDS, W.reshape(5, 2, 2))
+def _(lib, ids, w):
+    return lib.nn.functional.embedding(ids, w)
+
+
+@case("bag_weight_3d_refused", IDS, W.reshape(5, 2, 2))
+def _(lib, ids, w):
+    return _bag(lib, ids, w)
+
+
+@case("bag_from_pretrained_int_table_refused", W.astype(np.int64))
+def _(lib, w):
+    return lib.nn.EmbeddingBag.from_pretrained(w)
+
+
+@case("embedding_from_pretrained_int_tables", W.astype(np.int64), W.astype(np.uint8))
+def _(lib, a, b):
+    ea, eb = lib.nn.Embedding.from_pretrained(a), lib.nn.Embedding.from_pretrained(b)
+    ids = lib.tensor([0, 4])
+    return ea(ids), eb(ids), ea.weight.dtype, eb.weight.requires_grad
+
+
+@case("embedding_sparse_empty")
+def _(lib):
+    out = []
+    for rows, dim, ids in ((0, 0, lib.tensor([], dtype=lib.int64)), (10, 0, lib.tensor(IDS))):
+        m = lib.nn.Embedding(rows, dim, sparse=True)
+        m(ids).sum().backward()
+        out.append((m.weight.grad.is_sparse, m.weight.grad.shape))
+    return out
+
+
+@case("embedding_sparse_grads_accumulate_uncoalesced", W)
+def _(lib, w):
+    m = lib.nn.Embedding(5, 4, sparse=True, _weight=w.clone())
+    ids = lib.tensor([3, 1, 3])
+    m(ids).sum().backward()
+    m(ids).sum().backward()
+    g = m.weight.grad
+    return g._indices(), g._values(), g.is_coalesced(), g.to_dense()
+
+
+@case("embedding_padding_double_backward", REP, W)
+def _(lib, ids, w):
+    m = lib.nn.Embedding(5, 4, padding_idx=1, _weight=w.clone())
+    total = m(ids).sum()
+    (g,) = lib.autograd.grad(total, list(m.parameters()), create_graph=True)
+    (g.sum() + total).backward()
+    return g, m.weight.grad
+
+
+@case("embedding_padding_row_set_under_no_grad", W)
+def _(lib, w):
+    m = lib.nn.Embedding(5, 4, padding_idx=2, sparse=True, _weight=w.clone())
+    with lib.no_grad():
+        m.weight[2] = lib.ones(4)
+    return m(lib.tensor([0, 2]))
+
+
+@case("embedding_max_norm_norm_type_half", W.astype(np.float64))
+def _(lib, w):
+    m = lib.nn.Embedding.from_pretrained(w.clone(), max_norm=2.0, norm_type=0.5, sparse=True)
+    out = m(lib.tensor([0, 1]))
+    return out, out.norm(p=0.5, dim=1)
+
+
+for _mode in ("sum", "mean"):
+
+    @case(f"bag_{_mode}_sparse_padding_idx", FLAT, W, OFF)
+    def _(lib, ids, w, off, mode=_mode):
+        m = lib.nn.EmbeddingBag(5, 4, mode=mode, sparse=True, padding_idx=4, _weight=w.clone())
+        out = m(ids, off)
+        out.sum().backward()
+        return out, m.weight.grad.to_dense()
+
+    @case(f"bag_{_mode}_sparse_empty_input", np.zeros(0, np.int32), W)
+    def _(lib, ids, w, mode=_mode):
+        m = lib.nn.EmbeddingBag(5, 4, mode=mode, sparse=True, _weight=w.clone())
+        return m(ids, lib.tensor([0])), m(ids, lib.tensor([0, 0], dtype=lib.int32))
+
+
+@case("bag_include_last_offset_padding_idx", W)
+def _(lib, w):
+    m = lib.nn.EmbeddingBag(5, 4, include_last_offset=True, padding_idx=4, _weight=w.clone())
+    ids = lib.tensor([0, 1, 2, 3])
+    return m(ids, lib.tensor([0, 3, 3])), m(ids, lib.tensor([0, 3, 4]))
+
+
+@case("bag_negative_index_refused", np.array([[-1, 1]]), W)
+def _(lib, ids, w):
+    return _bag(lib, ids, w, padding_idx=0)
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip
 OFFSET_VALUES = "kiln checks the offsets' values where they are known: eagerly"
 SCENARIOS.eager_only.update({
+    "embedding_sparse_empty": SPARSE,
+    "embedding_sparse_grads_accumulate_uncoalesced": SPARSE,
+    "embedding_padding_double_backward": MADE_INSIDE,
+    "embedding_padding_row_set_under_no_grad": MADE_INSIDE,
+    "embedding_max_norm_norm_type_half": MADE_INSIDE,
+    "embedding_from_pretrained_int_tables": MADE_INSIDE,
+    "bag_sum_sparse_padding_idx": SPARSE,
+    "bag_mean_sparse_padding_idx": SPARSE,
+    "bag_sum_sparse_empty_input": MADE_INSIDE,
+    "bag_mean_sparse_empty_input": MADE_INSIDE,
+    "bag_include_last_offset_padding_idx": MADE_INSIDE,
     "embedding_sparse_grad": SPARSE,
     "embedding_sparse_grad_padding": SPARSE,
     "embedding_sparse_scale_grad_by_freq": SPARSE,

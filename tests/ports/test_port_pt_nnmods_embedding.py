@@ -544,6 +544,36 @@ def _(lib, ids, w):
     return _bag(lib, ids, w, padding_idx=0)
 
 
+@case("bag_5d_input_refused", np.full((2, 0, 0, 6, 6), 2), W, np.zeros((2, 0, 0, 6, 6), np.int64))
+def _(lib, ids, w, off):
+    return _bag(lib, ids, w, off)
+
+
+@case("bag_empty_input_per_sample_weights_grads", np.zeros(0, np.int64), Leaf.of(W),
+      np.zeros(5, np.int32), Leaf.of(np.zeros(0, f32)))  # fmt: skip
+def _(lib, ids, w, off, psw):
+    out = _bag(lib, ids, w, off, mode="sum", per_sample_weights=psw)
+    return out, _grad(lib, out, w, psw)
+
+
+@case("bag_per_sample_weights_out_of_range_refused", np.array([[-1, 1]]), W,
+      np.ones((1, 2), f32))  # fmt: skip
+def _(lib, ids, w, psw):
+    return _bag(lib, ids, w, mode="sum", per_sample_weights=psw, padding_idx=0)
+
+
+@case("bag_half_and_bfloat16", FLAT, Leaf.of(W.astype(np.float16)), OFF)
+def _(lib, ids, w, off):
+    out = []
+    for mode in ("sum", "mean", "max"):
+        y = _bag(lib, ids, w, off, mode=mode)
+        out.append((y, lib.autograd.grad(y.sum(), w)[0]))
+        # bfloat16: the dtype (torch's CPU kernel adds in bfloat16 one row at a time, kiln
+        # rounds the float32 sum once: an ulp apart at places)
+        out.append(str(_bag(lib, ids, w.to(lib.bfloat16), off, mode=mode).dtype).split(".")[-1])
+    return out
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip

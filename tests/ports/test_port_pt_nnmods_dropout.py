@@ -204,9 +204,64 @@ def _(lib, x):
     return lib.nn.Dropout(1.0)(x), lib.nn.Dropout2d(p=1.0)(x.reshape(2, 3, 2, 2))
 
 
+@case("modules_p_refused_each")
+def _(lib):
+    nn, refused = lib.nn, []
+    for cls in (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d):
+        for p in (-0.1, 1.1):
+            try:
+                cls(p)
+            except ValueError:
+                refused.append((cls.__name__, p))
+    return refused
+
+
+@case("memory_formats_kept")
+def _(lib):
+    x = lib.ones(2, 3, 4, 5).to(memory_format=lib.channels_last)
+    d = lib.empty(2, 3, 3, 6, memory_format=lib.channels_last)[..., ::2]
+    d.copy_(lib.ones(2, 3, 3, 3))
+    outs = [lib.nn.Dropout(0.2)(x), lib.nn.Dropout2d(0.2)(x), lib.nn.Dropout(1e-10)(d),
+            lib.nn.Dropout(0.0)(d)]  # fmt: skip
+    return [o.stride() for o in outs], outs[2], outs[3]
+
+
+@case("empty_input", np.zeros(0, f32))
+def _(lib, x):
+    F = lib.nn.functional
+    return F.dropout(x), F.alpha_dropout(x, 0.5, True), F.dropout(x.reshape(0, 2, 3), 1.0)
+
+
+@pytest.mark.parametrize("cls,shape", [("Dropout1d", (50, 2)), ("Dropout3d", (50, 2, 2, 2))])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_unbatched_is_batched_of_one(cls, shape, inplace):
+    """An unbatched input gets the mask its batch of one would (the same draws)."""
+    m = getattr(kn.nn, cls)(0.5, inplace=inplace)
+    x = kn.rand(*shape)
+    state = kn.get_rng_state()
+    a = m(x.clone())
+    kn.set_rng_state(state)
+    b = m(x.clone().unsqueeze(0)).squeeze(0)
+    assert kn.equal(a, b)
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+def test_feature_alpha_dropout_keeps_moments(p):
+    """torch's test: the output's mean and std within 0.1 of the input's."""
+    kn.manual_seed(0)
+    x = kn.randn(1000, 2, 1, 3, 3)
+    out = kn.nn.FeatureAlphaDropout(p)(x)
+    assert abs((out.mean() - x.mean()).item()) < 0.1
+    assert abs((out.std() - x.std()).item()) < 0.1
+
+
 WARNS = ("kn.compile records a traced function's warnings and gives them at each call, "
          "outside the function: a catch_warnings inside it sees none")  # fmt: skip
-SCENARIOS.eager_only.update({"dropout2d_dims_warn": WARNS, "dropout3d_dims_warn": WARNS})
+SCENARIOS.eager_only.update({
+    "dropout2d_dims_warn": WARNS, "dropout3d_dims_warn": WARNS,
+    "memory_formats_kept": "kn.compile returns contiguous results (x * 2 of a channels_last "
+    "x too): layouts are eager's",
+})  # fmt: skip
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -19,6 +19,7 @@ from ..eager.tensor import make
 from ..errors import ArgumentError, ArgumentTypeError, UsageError
 from ..frontend.random import uniform_bounds
 from ..frontend.torch_namespace import check_normal
+from ..generator import default_generator
 from ..init import _rng
 from ..ops.random import seeds_from
 from .parameter import ModuleValue
@@ -64,12 +65,14 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
 
 def _fill(tensor, initializer, generator=None):
     """Sets `tensor` to `initializer(shape, dtype)`, its draws seeded by `generator` (a
-    `kn.Generator`) when given."""
+    `kn.Generator`), else by the global one."""
     if not isinstance(tensor, Tensor):
         raise ArgumentTypeError(
             f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}"
         )
-    with seeds_from(generator):
+    # the global stream is `default_generator`, as PyTorch's: a generator seeded s draws what
+    # `kn.manual_seed(s)` then draws, and a draw moves the global stream on
+    with seeds_from(default_generator if generator is None else generator):
         array = initializer(tuple(tensor.shape), tensor.dtype)
     if isinstance(tensor, ModuleValue):
         tensor.assign(array)

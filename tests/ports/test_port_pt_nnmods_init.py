@@ -362,3 +362,20 @@ def test_generator_repeats_the_draw(torch, kind):
             continue
         lib.manual_seed(1)
         np.testing.assert_array_equal(to_numpy(lib.rand(3)), draws[1], err_msg=lib.__name__)
+
+
+@pytest.mark.parametrize("kind", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
+                                  "kaiming_normal_", "orthogonal_"])  # fmt: skip
+def test_global_stream_is_a_generator(torch, kind):
+    """torch's test_trunc_normal_generator: a generator seeded s draws what `manual_seed(s)`
+    then draws, and a draw without one moves the global stream on (both libraries)."""
+    for lib in (torch, kn):
+        fn = getattr(lib.nn.init, kind)
+        g = lib.Generator().manual_seed(42)
+        a = fn(lib.empty(5, 3), generator=g)
+        lib.manual_seed(42)
+        b = fn(lib.empty(5, 3))
+        after = to_numpy(lib.rand(2))
+        lib.manual_seed(42)
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b), err_msg=lib.__name__)
+        assert not np.array_equal(after, to_numpy(lib.rand(2))), lib.__name__

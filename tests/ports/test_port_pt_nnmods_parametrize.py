@@ -297,6 +297,138 @@ def _(lib, x):
     return m(x)
 
 
+def _bad_parametrizations(lib):
+    """torch's test_errors_(un)parametrized_tensor_parametrization's broken parametrizations."""
+    nn = lib.nn
+
+    class WrongNumberParams(nn.Module):
+        def forward(self, x, y, z):
+            return x + y + z
+
+        def right_inverse(self, w):
+            return w, lib.zeros_like(w)
+
+    class WrongRightInverse(nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, z):
+            return None
+
+    class WrongRightInverseSequence(nn.Module):
+        def forward(self, x, y):
+            return x
+
+        def right_inverse(self, z):
+            return None, z
+
+    class ChangeDtypeInverse(nn.Module):
+        def forward(self, x):
+            return x.float()
+
+        def right_inverse(self, w):
+            return w.bool()
+
+    class NotTensor(nn.Module):
+        def forward(self, x):
+            return 2
+
+    class ChangeDtype(nn.Module):
+        def forward(self, x):
+            return x.bool()
+
+    class ChangeShape(nn.Module):
+        def forward(self, x):
+            return x[:-1]
+
+    class ChangeDtypeMulti(nn.Module):
+        def forward(self, x, y):
+            return (x + y).bool()
+
+        def right_inverse(self, w):
+            return w, w + 1
+
+    class WrongReturn(nn.Module):
+        def forward(self, x):
+            return x, x
+
+    class WrongReturnInverse(nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, x):
+            return x, x
+
+    return [WrongNumberParams, WrongRightInverse, WrongRightInverseSequence,
+            ChangeDtypeInverse, NotTensor, ChangeDtype, ChangeShape, ChangeDtypeMulti,
+            WrongReturn, WrongReturnInverse]  # fmt: skip
+
+
+def _refusal(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 -- its kind is the result
+        return [k.__name__ for k in (ValueError, TypeError, RuntimeError) if isinstance(e, k)]
+    return "accepted"
+
+
+@case("registration_errors_leave_module_alone")
+def _(lib):
+    P, c = _P(lib)
+    out = []
+    for parametrized in (False, True):
+        m = _linear(lib)
+        if parametrized:
+            P.register_parametrization(m, "weight", c["Flip"]())
+        for cls in _bad_parametrizations(lib):
+            kind = _refusal(lambda cls=cls: P.register_parametrization(m, "weight", cls()))
+            n = len(m.parametrizations.weight) if P.is_parametrized(m) else 0
+            out.append((cls.__name__, kind, P.is_parametrized(m), n))
+        out.append(m.weight)
+    return out
+
+
+@case("sequence_of_one_right_inverse")
+def _(lib):
+    P = lib.nn.utils.parametrize
+
+    class SequenceLen1(lib.nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, w):
+            return (w,)
+
+    m = _linear(lib)
+    P.register_parametrization(m, "weight", SequenceLen1())
+    pl = m.parametrizations.weight
+    return hasattr(pl, "original0"), hasattr(pl, "original1"), hasattr(pl, "original"), m.weight
+
+
+@case("right_inverse_raising_keeps_original")
+def _(lib):
+    P = lib.nn.utils.parametrize
+
+    class Skew(lib.nn.Module):
+        def forward(self, x):
+            a = x.triu(1)
+            return a - a.T
+
+        def right_inverse(self, x):
+            if not lib.allclose(x, -x.T, atol=1e-6):
+                raise ValueError("The matrix is not skew-symmetric.")
+            return x.triu(1)
+
+    m = _linear(lib, W[:, :3], B)
+    with lib.no_grad():
+        m.weight.copy_(Skew()(m.weight))
+    P.register_parametrization(m, "weight", Skew())
+    x = lib.arange(9.0).reshape(3, 3)
+    kind = _refusal(lambda: setattr(m, "weight", x))
+    m.weight = x - x.T
+    return kind, m.weight, m.parametrizations.weight.original
+
+
 # -- weight_norm, orthogonal, spectral_norm -------------------------------------------------
 
 

@@ -46,8 +46,8 @@ def check_shapes(q, k, v, key_padding_mask, attn_mask, num_heads: int, embed_dim
     def fail(message):
         raise call_error(ShapeAssertionError, message, "multi_head_attention_forward", q, k, v)
 
-    dims = lambda t: None if t is None else len(t.shape)  # noqa: E731
-    mask_dims, attn_dims = dims(key_padding_mask), dims(attn_mask)
+    mask_dims, attn_dims = (None if t is None else len(t.shape) for t in (key_padding_mask,
+                                                                          attn_mask))  # fmt: skip
     if q.ndim == 3:
         if k.ndim != 3 or v.ndim != 3:
             fail(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "

@@ -442,7 +442,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         if idx.shape[0] == 0:  # no index at all: every bag is empty, zeros
             return F.mul(F.matmul(F.transpose(weights, 0, 1), rows), 0.0)
         spread = F.where(F.unsqueeze(member, 2), F.unsqueeze(rows, 1), float("-inf"))
-        return F.where(F.eq(count, 0), 0.0, F.amax(spread, 0))
+        # the first row at the maximum (PyTorch's: a tie's gradient goes to it alone)
+        first = F.argmax(F.stop_gradient(spread), 0)  # (bags, D)
+        return F.where(F.eq(count, 0), 0.0, F.take_along_axis(rows, first, 0))
     total = F.matmul(F.transpose(weights, 0, 1), rows)  # (bags, D)
     if mode == "sum":
         return total

@@ -574,6 +574,22 @@ def _(lib, ids, w, off):
     return out
 
 
+TIES = np.array([[1, 5], [1, 2], [0, 5], [3, 3]], f32)
+
+
+@case("bag_max_ties_grad_to_first", np.array([[0, 1, 2], [2, 0, 3], [1, 1, 3]]), Leaf.of(TIES))
+def _(lib, ids, w):
+    # a maximum shared by several rows of a bag: its gradient goes to the first of them
+    out = _bag(lib, ids, w, mode="max")
+    return out, _grad(lib, out, w)
+
+
+@case("bag_max_ties_offsets", np.array([3, 0, 1, 2, 0]), Leaf.of(TIES), np.array([0, 1, 1]))
+def _(lib, ids, w, off):
+    out = _bag(lib, ids, w, off, mode="max", padding_idx=2)
+    return out, _grad(lib, out, w)
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .. import init as _init
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, python_float, python_int
 from ..eager import Tensor, no_grad
 from ..eager.tensor import make
 from ..errors import ArgumentError, ArgumentTypeError, UsageError
@@ -154,6 +154,12 @@ def constant_(tensor, val: float):
     >>> kn.nn.init.constant_(kn.zeros(2), 0.5)
     tensor([0.5000, 0.5000])
     """
+    if isinstance(tensor, Tensor) and type(val) in (int, float, complex):
+        dtype = as_dtype(tensor.dtype)  # PyTorch's fill_: a value the dtype cannot hold raises
+        if type(val) is int and dtype.kind in "iub":
+            python_int(val, dtype, "fill_", tensor)
+        else:
+            python_float(float(val) if type(val) is int else val, dtype, "fill_", tensor)
     return _fill(tensor, _init.constant(val))
 
 

@@ -137,6 +137,23 @@ def _(lib):
     return lib.nn.init.sparse_(lib.empty(3, 4, 5), 0.5)
 
 
+@case("constant_coerces_as_fill")
+def _(lib):
+    c = lib.nn.init.constant_
+    return (c(lib.zeros(3, dtype=lib.int64), 2.7), c(lib.zeros(3, dtype=lib.int64), -2.7),
+            lib.nn.init.ones_(lib.zeros(2, dtype=lib.bool)), c(lib.zeros(2), lib.tensor(3.0)),
+            c(lib.zeros(2, dtype=lib.complex64), 1 + 2j), c(lib.zeros(2, dtype=lib.float16), 6e4),
+            c(lib.zeros(2, dtype=lib.float16), float("inf")))  # fmt: skip
+
+
+for _dtype, _val in (("uint8", 300), ("int8", -129), ("float16", 1e6), ("float16", 100000),
+                     ("int32", 2.0**40), ("float32", 1e39)):  # fmt: skip
+
+    @case(f"constant_overflow_{_dtype}_{_val:g}_refused")
+    def _(lib, dtype=_dtype, val=_val):
+        return lib.nn.init.constant_(lib.zeros(2, dtype=getattr(lib, dtype)), val)
+
+
 @case("init_of_leaf_requiring_grad")
 def _(lib):
     # under no_grad inside: the leaf stays a leaf, no history is recorded

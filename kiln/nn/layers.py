@@ -370,6 +370,8 @@ class Embedding(Module):
             text += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq:
             text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse:
+            text += ", sparse=True"
         return text
 
 

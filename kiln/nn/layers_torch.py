@@ -308,8 +308,15 @@ class EmbeddingBag(Module):
                                per_sample_weights, self.include_last_offset,
                                self.padding_idx)  # fmt: skip
 
-    def extra_repr(self) -> str:
-        text = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+    def extra_repr(self) -> str:  # PyTorch's
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        text += f", mode={self.mode!r}"
         return text + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None
                        else "")  # fmt: skip
 

@@ -590,6 +590,16 @@ def _(lib, ids, w, off):
     return out, _grad(lib, out, w)
 
 
+@case("module_reprs")
+def _(lib):
+    nn = lib.nn
+    return [repr(m) for m in (
+        nn.EmbeddingBag(5, 4, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, mode="sum",
+                        include_last_offset=True, padding_idx=1),
+        nn.EmbeddingBag(5, 4, sparse=True), nn.Embedding(5, 4, sparse=True, max_norm=2),
+        nn.Embedding(5, 4, padding_idx=-1, scale_grad_by_freq=True, norm_type=3.0))]  # fmt: skip
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip

@@ -161,6 +161,49 @@ class MultiheadAttention(Module):
         if device is not None:
             self.to(device)
 
+    def _reset_parameters(self) -> None:
+        """PyTorch's initialization, drawn again: Xavier-uniform projections, zero biases,
+        Xavier-normal `bias_k`/`bias_v`."""
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        if self._qkv_same_embed_dim:
+            nn_init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                nn_init.xavier_uniform_(w)
+        if self.in_proj_bias is not None:
+            nn_init.constant_(self.in_proj_bias, 0.0)
+            nn_init.constant_(self.out_proj.bias, 0.0)
+        for b in (self.bias_k, self.bias_v):
+            if b is not None:
+                nn_init.xavier_normal_(b)
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """PyTorch's merge of an attn_mask (L, S) or (N * heads, L, S) and a key_padding_mask
+        (N, S) of a batch-first self-attention query (N, L, E) into one mask (N, heads, L,
+        S), and its type: 1 a key_padding_mask alone, 2 an attn_mask, None neither.
+
+        >>> import kiln as kn
+        >>> mha = kn.nn.MultiheadAttention(4, 2, batch_first=True)
+        >>> mask, kind = mha.merge_masks(kn.zeros(3, 3), None, kn.ones(2, 3, 4))
+        >>> tuple(mask.shape), kind
+        ((2, 2, 3, 3), 2)
+        """
+        merged, mask_type = None, None
+        if key_padding_mask is not None:
+            merged, mask_type = key_padding_mask, 1
+        if attn_mask is not None:
+            n, length = query.shape[0], query.shape[1]
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged = attn_mask.view(n, -1, length, length)
+            else:
+                merged = attn_mask.view(1, 1, length, length).expand(n, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                padding = key_padding_mask.view(n, 1, 1, length).expand(-1, self.num_heads, -1, -1)
+                merged = merged + padding
+        return merged, mask_type
+
     def _projections(self):
         e = self.embed_dim
         if self._qkv_same_embed_dim:

@@ -353,6 +353,25 @@ class Embedding(Module):
                    scale_grad_by_freq, sparse, _weight=table, _freeze=freeze,
                    dtype=table.dtype)  # fmt: skip
 
+    def reset_parameters(self) -> None:
+        """Redraws the table from N(0, 1), the `padding_idx` row zeros, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> emb = kn.nn.Embedding(3, 2, padding_idx=1)
+        >>> emb.reset_parameters()
+        >>> emb.weight[1].tolist()
+        [0.0, 0.0]
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        nn_init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
     def forward(self, ids):
         # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a
         # graph an `assign` tied to the output (functional_core._write_renormed)

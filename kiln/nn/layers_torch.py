@@ -302,6 +302,24 @@ class EmbeddingBag(Module):
         bag.weight.requires_grad = not freeze
         return bag
 
+    def reset_parameters(self) -> None:
+        """Redraws the table from N(0, 1), the `padding_idx` row zeros, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> bag = kn.nn.EmbeddingBag(3, 2, padding_idx=0)
+        >>> bag.reset_parameters()
+        >>> bag.weight[0].tolist()
+        [0.0, 0.0]
+        """
+        from .layers import Embedding
+
+        Embedding.reset_parameters(self)
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        from .layers import Embedding
+
+        Embedding._fill_padding_idx_with_zero(self)
+
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse,

@@ -9,6 +9,7 @@ differs; functional scenarios call `F.multi_head_attention_forward` on NumPy wei
 Expected values: torch 2.13 (the oracle).
 """
 
+import math
 import warnings
 import zlib
 
@@ -262,9 +263,27 @@ def _(lib, m, q, k, v, kpm, am):
 
 
 MODULE_EAGER_ONLY = {
+    "mha_reset_parameters": "nn.init's in-place initializers take eager tensors: kn.compile "
+    "gives them a module's traced Variables",
     "mha_mismatched_mask_kinds_warn": "kn.compile records a traced function's warnings and "
     "gives them at each call, outside the function: a catch_warnings inside it sees none",
 }
+
+
+@module_case("mha_merge_masks", _mha(batch_first=True), Q.transpose(1, 0, 2)[:, :3],
+             FAM[:, :3], np.where(KPM[:, :3], -1e4, 0.0).astype(f32))  # fmt: skip
+def _(lib, m, q, am, kpm):
+    return (m.merge_masks(am, kpm, q), m.merge_masks(None, kpm, q),
+            m.merge_masks(am.expand(4, 3, 3), None, q), m.merge_masks(None, None, q))  # fmt: skip
+
+
+@module_case("mha_reset_parameters", _mha(add_bias_kv=True, kdim=3), Q)
+def _(lib, m, q):
+    lib.manual_seed(0)
+    m._reset_parameters()
+    bound = math.sqrt(6 / (E + E))
+    return (m.in_proj_bias, m.out_proj.bias, m.q_proj_weight.abs().max() <= bound,
+            m.k_proj_weight.abs().max() <= math.sqrt(6 / (E + 3)), m.bias_k.shape)  # fmt: skip
 
 
 def _check_module(torch, name, mode):

@@ -600,11 +600,30 @@ def _(lib):
         nn.Embedding(5, 4, padding_idx=-1, scale_grad_by_freq=True, norm_type=3.0))]  # fmt: skip
 
 
+@case("reset_parameters_keeps_padding_zero")
+def _(lib):
+    lib.manual_seed(0)
+    out = []
+    for m in (
+        lib.nn.Embedding(300, 40, padding_idx=-3),
+        lib.nn.EmbeddingBag(300, 40, padding_idx=5),
+    ):
+        with lib.no_grad():
+            m.weight.fill_(7.0)
+        m.reset_parameters()
+        w = m.weight.detach()
+        rows = lib.cat([w[: m.padding_idx], w[m.padding_idx + 1 :]])
+        out.append((w[m.padding_idx], abs(rows.mean().item()) < 0.02,
+                    abs(rows.std().item() - 1) < 0.02, m.weight.requires_grad))  # fmt: skip
+    return out
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip
 OFFSET_VALUES = "kiln checks the offsets' values where they are known: eagerly"
 SCENARIOS.eager_only.update({
+    "reset_parameters_keeps_padding_zero": MADE_INSIDE,
     "embedding_sparse_empty": SPARSE,
     "embedding_sparse_grads_accumulate_uncoalesced": SPARSE,
     "embedding_padding_double_backward": MADE_INSIDE,

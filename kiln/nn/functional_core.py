@@ -216,20 +216,20 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     """
     if len(getattr(weight, "shape", np.shape(weight))) != 2:
         raise call_error(ShapeMismatchError, "'weight' must be 2-D", "embedding", weight)
-    if sparse and max_norm is not None and isinstance(weight, Tensor):
-        ids, table = F.core.lift(input, weight)  # PyTorch's: renorm in place, then look up
-        weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())
-        max_norm = None
-    if sparse:
-        return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     ids, table = F.core.lift(input, weight)
-    if not int_index(ids.dtype):
+    if not int_index(ids.dtype):  # (the sparse form's too)
         raise call_error(
             DTypeMismatchError,
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {_type_name(ids.dtype)} instead (while checking "
             "arguments for embedding)", "embedding", table, ids,
         )  # fmt: skip
+    if sparse and max_norm is not None and isinstance(weight, Tensor):
+        # PyTorch's: renorm in place, then look up
+        weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())
+        max_norm = None
+    if sparse:
+        return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     if max_norm is not None:
         table = _renormed(table, ids, float(max_norm), float(norm_type))
         if isinstance(weight, Tensor):

@@ -13,7 +13,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, DTypeMismatchError, UsageError, call_error
+from ..errors import (
+    ArgumentError,
+    DTypeMismatchError,
+    UnsupportedDTypeError,
+    UsageError,
+    call_error,
+)
 from ..frontend.autocast import autocast_op
 from ..frontend.custom_function import Function
 from ..frontend.torch_index import int_index
@@ -405,6 +411,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     idx, w = F.core.lift(input, weight)
     if w.ndim != 2:
         raise ArgumentError(f"weight has to be a 2D Tensor, but got Tensor of dimension {w.ndim}")
+    if idx.dtype == dt.bool_:  # (other dtypes: embedding's RuntimeError)
+        raise call_error(UnsupportedDTypeError, '"embedding_bag" not implemented for bool '
+                         "indices (Long and Int only)", "embedding_bag", idx)  # fmt: skip
     if per_sample_weights is not None:
         _check_per_sample_weights(idx, w, per_sample_weights)
     if idx.ndim == 2:

@@ -618,6 +618,21 @@ def _(lib):
     return out
 
 
+for _dtype in ("int16", "uint8", "bool"):
+
+    @case(f"embedding_{_dtype}_ids_refused", np.array([0, 1]).astype(_dtype), W)
+    def _(lib, ids, w):
+        return lib.nn.functional.embedding(ids, w)
+
+    @case(f"embedding_sparse_{_dtype}_ids_refused", np.array([0, 1]).astype(_dtype), W)
+    def _(lib, ids, w):
+        return lib.nn.functional.embedding(ids, w, sparse=True)
+
+    @case(f"bag_{_dtype}_ids_refused", np.array([[0, 1]]).astype(_dtype), W)
+    def _(lib, ids, w):
+        return _bag(lib, ids, w)
+
+
 SPARSE = "sparse gradients are eager"
 MADE_INSIDE = ("a module made inside a compiled function from a traced table: kiln's "
                "Parameter takes a value, not a traced one")  # fmt: skip

@@ -113,6 +113,8 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     >>> kn.nn.functional.dropout(kn.ones(3), training=False)
     tensor([1., 1., 1.])
     """
+    if inplace and (not training or p == 0.0) and 0.0 <= p <= 1.0:
+        return input  # PyTorch's: nothing is written (a leaf that requires grad too)
     return in_place("dropout_", lambda x: F.dropout(x, p, training), input, inplace)
 
 

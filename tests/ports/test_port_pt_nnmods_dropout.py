@@ -172,6 +172,22 @@ def _(lib, x, x4, y):
     return x, x4, y, outs
 
 
+@case("inplace_eval_or_p0_on_leaf_writes_nothing", Leaf.of(X))
+def _(lib, x):
+    # no element changes, so a leaf that requires grad is accepted (an adversarial input
+    # through a model in eval mode with Dropout(inplace=True))
+    F = lib.nn.functional
+    return (
+        F.dropout(x, 0.5, False, True) is x,
+        F.dropout(x, 0.0, True, True) is x,
+        F.alpha_dropout(x, 0.5, False, True) is x,
+        F.dropout2d(x[None], 0.5, False, True),
+        F.feature_alpha_dropout(x, 0.0, True, True) is x,
+        F.feature_alpha_dropout(x[0, 0], 0.0, True),
+        lib.nn.Dropout(inplace=True).eval()(x),
+    )
+
+
 @case("inplace_on_leaf_requiring_grad_refused", Leaf.of(X))
 def _(lib, x):
     return lib.nn.functional.dropout(x, 0.5, inplace=True)

@@ -19,6 +19,12 @@ class ShapeMismatchError(ShapeError, RuntimeError):
     of dims for a layer. Both a ShapeError and a RuntimeError."""
 
 
+class ShapeAssertionError(ShapeError, AssertionError):
+    """Shapes that a PyTorch function checks with `assert` (AssertionError):
+    MultiheadAttention's query, key, value and key_padding_mask of the wrong number of dims or
+    of sizes that do not fit. Both a ShapeError and an AssertionError."""
+
+
 class UnsupportedShapeError(ShapeError, NotImplementedError):
     """A number of dims (or of sizes) a function has no form for where PyTorch raises
     NotImplementedError (`F.pad` in reflect mode of one (left, right) pair on a 4-D input):
@@ -57,8 +63,9 @@ class DeviceNotBuiltError(DeviceError, AssertionError):
 
 
 class ArgumentAssertionError(KilnError, AssertionError):
-    """An argument of a type a function asserts against: PyTorch's `sym_max`, `sym_min` and
-    `sym_ite` check their arguments with `assert` (AssertionError), so this is one."""
+    """An argument of a type or value a function asserts against: PyTorch's `sym_max`,
+    `sym_min` and `sym_ite` check their arguments with `assert` (AssertionError), so this is
+    one, as are the checks of `EmbeddingBag`'s `padding_idx` and `from_pretrained`'s table."""
 
 
 class GraphError(KilnError, RuntimeError):

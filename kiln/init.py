@@ -63,10 +63,11 @@ def fan_in_and_fan_out(shape) -> tuple[int, int]:
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
-    """The recommended gain for a nonlinearity, as PyTorch's `calculate_gain`.
+    """The recommended gain for a nonlinearity, as PyTorch's `calculate_gain` (the int 1 for
+    the linear ones and sigmoid, as there).
 
-    >>> round(calculate_gain("relu"), 4), round(calculate_gain("tanh"), 4)
-    (1.4142, 1.6667)
+    >>> round(calculate_gain("relu"), 4), round(calculate_gain("tanh"), 4), calculate_gain("linear")
+    (1.4142, 1.6667, 1)
     """
     linear = (
         "linear",
@@ -79,7 +80,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         "sigmoid",
     )
     if nonlinearity in linear:
-        return 1.0
+        return 1
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":

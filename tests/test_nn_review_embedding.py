@@ -36,7 +36,7 @@ def test_embedding_from_pretrained_like_torch(freeze, padding_idx):
 
 
 def test_embedding_from_pretrained_rejects_non_matrix():
-    with pytest.raises(kn.errors.ArgumentError, match="2-dimensional"):
+    with pytest.raises(AssertionError, match="2-dimensional"):  # torch asserts it
         kn.nn.Embedding.from_pretrained(kn.ones(3))
 
 
@@ -63,5 +63,5 @@ def test_embedding_bag_negative_padding_idx_counts_from_front():
     ids = np.array([[3, 1, 3], [0, 3, 4]])
     np.testing.assert_allclose(k(kn.tensor(ids)).detach().numpy(),
                                t(torch.tensor(ids)).detach().numpy(), rtol=1e-6)  # fmt: skip
-    with pytest.raises(kn.errors.ArgumentError, match="padding_idx"):
+    with pytest.raises(AssertionError, match="padding_idx"):  # torch asserts it
         kn.nn.EmbeddingBag(5, 2, padding_idx=5)

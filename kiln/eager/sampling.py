@@ -162,8 +162,9 @@ def _fill_(t: Tensor, values: Tensor) -> Tensor:
 
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """In place: samples of N(mean, std²) (from `generator` when given)."""
-    if std < 0:
-        raise UsageError(f"normal expects std >= 0.0, but found std {std}")
+    from ..frontend.torch_namespace import check_normal  # NOTE: the frontend builds on eager
+
+    check_normal(dt.as_dtype(self.dtype), std)  # an integer tensor is refused, as PyTorch's
     with no_grad():
         draw = _fill_values(randn, tuple(self.shape), generator)
     return _fill_(self, make(_host(draw) * std + mean))

@@ -15,6 +15,7 @@ from ..errors import (
     ArgumentError,
     ArgumentTypeError,
     DTypeError,
+    DTypeMismatchError,
     ShapeError,
     ShapeMismatchError,
     UnknownModeError,
@@ -248,6 +249,16 @@ def _keep_mask(x, keep: float, dtype):
     return call("random_bernoulli", shape=x.shape, dtype=dtype, seed=seed, p=keep, key=(seed, 0))
 
 
+def refuse_integer_dropout(x, op: str) -> None:
+    """PyTorch's refusal of a random dropout mask on an integer or bool tensor: its float
+    scale cannot be written back (RuntimeError); eval, p=0 and p=1 keep the dtype."""
+    if dt.as_dtype(x.dtype).kind in "iub":
+        raise call_error(
+            DTypeMismatchError, f"result type Float can't be cast to the desired output type "
+            f"{dt.public(dt.as_dtype(x.dtype))}", op, x,
+        )  # fmt: skip
+
+
 def dropout(input, p: float = 0.5, train: bool = True):  # noqa: A002
     """Inverted dropout: zeroes each element with probability `p`, scales the rest by
     `1 / (1 - p)`; with `train=False` or `p=0` it returns `input` unchanged.
@@ -268,6 +279,7 @@ def dropout(input, p: float = 0.5, train: bool = True):  # noqa: A002
         return input
     if p == 1.0:
         return mul(input, 0)  # PyTorch's choice: multiply, so the graph stays connected
+    refuse_integer_dropout(input, "dropout")
     keep = 1.0 - p
     dtype = input.dtype if dt.is_float(input.dtype) else dt.DEFAULT_FLOAT
     return mul(input, div(_keep_mask(input, keep, dtype), keep))

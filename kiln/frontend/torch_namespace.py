@@ -490,7 +490,7 @@ def normal(
                              "normal", mu, sigma) from None  # fmt: skip
         # the result's dtype: mean's where it is a tensor, else std's (PyTorch's)
         dtype = dt.as_dtype((mean if isinstance(mean, (Tensor, Symbol)) else std).dtype)
-        _check_normal(dtype, std)
+        check_normal(dtype, std)
         z = randn(tuple(shape), generator=generator, dtype=dt.to_real(dtype))
         mu_, sigma_ = (v.detach() if isinstance(v, (Tensor, Symbol)) else v for v in (mu, sigma))
         result = m.add(mu_, m.mul(sigma_, z))
@@ -502,9 +502,9 @@ def normal(
     return result
 
 
-def _check_normal(dtype, std) -> None:
-    """PyTorch's refusals of `normal` with a tensor mean or std: a result dtype that is not
-    floating or complex, a complex std, a negative std."""
+def check_normal(dtype, std) -> None:
+    """PyTorch's refusals of `normal` (and of `Tensor.normal_`, `nn.init.normal_`): a result
+    dtype that is not floating or complex, a complex std, a negative std."""
     if not (dt.is_float(dtype) or dtype.kind == "c"):
         raise UnsupportedDTypeError(f'"normal_kernel_cpu" not implemented for {dtype}')
     if isinstance(std, (Tensor, Symbol)) and dt.as_dtype(std.dtype).kind == "c":

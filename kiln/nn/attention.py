@@ -6,13 +6,14 @@ the same outputs."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError, UsageError
+from ..errors import ArgumentError, ShapeAssertionError, UsageError, call_error
 from ..frontend.nn_functional import pad
 from .functional import dropout
 from .functional_attention import linear, scaled_dot_product_attention
@@ -33,6 +34,52 @@ def _float_mask(mask, name: str, like):
     if not dt.is_float(mask.dtype):
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask
+
+
+def check_shapes(q, k, v, key_padding_mask, attn_mask, num_heads: int, embed_dim: int,
+                 same_kv_shape: bool = True):  # fmt: skip
+    """PyTorch's asserts on multi-head attention's inputs (AssertionError, as there): a
+    batched (3-D) or unbatched (2-D) query with key and value alike, a key_padding_mask of
+    one dim fewer, a 2-D or 3-D attn_mask, the query's embedding dim, key and value of one
+    shape (of one (S, N) with separate projections)."""
+
+    def fail(message):
+        raise call_error(ShapeAssertionError, message, "multi_head_attention_forward", q, k, v)
+
+    mask_dims, attn_dims = (None if t is None else len(t.shape) for t in (key_padding_mask,
+                                                                          attn_mask))  # fmt: skip
+    if q.ndim == 3:
+        if k.ndim != 3 or v.ndim != 3:
+            fail(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                 f"{k.ndim}-D and {v.ndim}-D tensors respectively")  # fmt: skip
+        if mask_dims not in (None, 2):
+            fail(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                 f"but found {mask_dims}-D tensor instead")  # fmt: skip
+    elif q.ndim == 2:
+        if k.ndim != 2 or v.ndim != 2:
+            fail(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                 f"{k.ndim}-D and {v.ndim}-D tensors respectively")  # fmt: skip
+        if mask_dims not in (None, 1):
+            fail(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or "
+                 f"1-D but found {mask_dims}-D tensor instead")  # fmt: skip
+        if attn_dims == 3 and tuple(attn_mask.shape) != (num_heads, q.shape[0], k.shape[0]):
+            fail(f"Expected `attn_mask` shape to be {(num_heads, q.shape[0], k.shape[0])} but "
+                 f"got {tuple(attn_mask.shape)}")  # fmt: skip
+    else:
+        fail(f"query should be unbatched 2D or batched 3D tensor but received {q.ndim}-D "
+             f"query tensor")  # fmt: skip
+    if attn_dims not in (None, 2, 3):
+        fail(
+            f"For {'un' if q.ndim == 2 else ''}batched ({q.ndim}-D) `query`, expected "
+            f"`attn_mask` to be `None`, 2-D or 3-D but found {attn_dims}-D tensor instead"
+        )
+    if q.shape[-1] != embed_dim:
+        fail(f"was expecting embedding dimension of {embed_dim}, but got {q.shape[-1]}")
+    if same_kv_shape and tuple(k.shape) != tuple(v.shape):
+        fail(f"key shape {tuple(k.shape)} does not match value shape {tuple(v.shape)}")
+    if not same_kv_shape and tuple(k.shape[:-1]) != tuple(v.shape[:-1]):
+        fail(f"key's sequence and batch dims {tuple(k.shape[:-1])} do not match value's "
+             f"{tuple(v.shape[:-1])}")  # fmt: skip
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -114,6 +161,49 @@ class MultiheadAttention(Module):
         if device is not None:
             self.to(device)
 
+    def _reset_parameters(self) -> None:
+        """PyTorch's initialization, drawn again: Xavier-uniform projections, zero biases,
+        Xavier-normal `bias_k`/`bias_v`."""
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        if self._qkv_same_embed_dim:
+            nn_init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                nn_init.xavier_uniform_(w)
+        if self.in_proj_bias is not None:
+            nn_init.constant_(self.in_proj_bias, 0.0)
+            nn_init.constant_(self.out_proj.bias, 0.0)
+        for b in (self.bias_k, self.bias_v):
+            if b is not None:
+                nn_init.xavier_normal_(b)
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """PyTorch's merge of an attn_mask (L, S) or (N * heads, L, S) and a key_padding_mask
+        (N, S) of a batch-first self-attention query (N, L, E) into one mask (N, heads, L,
+        S), and its type: 1 a key_padding_mask alone, 2 an attn_mask, None neither.
+
+        >>> import kiln as kn
+        >>> mha = kn.nn.MultiheadAttention(4, 2, batch_first=True)
+        >>> mask, kind = mha.merge_masks(kn.zeros(3, 3), None, kn.ones(2, 3, 4))
+        >>> tuple(mask.shape), kind
+        ((2, 2, 3, 3), 2)
+        """
+        merged, mask_type = None, None
+        if key_padding_mask is not None:
+            merged, mask_type = key_padding_mask, 1
+        if attn_mask is not None:
+            n, length = query.shape[0], query.shape[1]
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged = attn_mask.view(n, -1, length, length)
+            else:
+                merged = attn_mask.view(1, 1, length, length).expand(n, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                padding = key_padding_mask.view(n, 1, 1, length).expand(-1, self.num_heads, -1, -1)
+                merged = merged + padding
+        return merged, mask_type
+
     def _projections(self):
         e = self.embed_dim
         if self._qkv_same_embed_dim:
@@ -137,6 +227,8 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ):
         q, k, v = F.core.lift(query, key, value)
+        check_shapes(q, k, v, key_padding_mask, attn_mask, self.num_heads, self.embed_dim,
+                     self._qkv_same_embed_dim)  # fmt: skip
         unbatched = q.ndim == 2
         if unbatched:
             q, k, v = (F.unsqueeze(t, 0) for t in (q, k, v))
@@ -165,6 +257,7 @@ def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, pr
     (weights, biases), `project_out` the output projection; `(output, weights)`."""
     if is_causal and attn_mask is None:
         raise UsageError("Need attn_mask if specifying the is_causal hint.")
+    _check_kv_shapes(q, k, num_heads, key_padding_mask, attn_mask, static_k, static_v)
     (ws, bs) = projections
     q, k, v = (linear(t, w, b) for t, w, b in zip((q, k, v), ws, bs))
     embed_dim = q.shape[2]
@@ -202,6 +295,36 @@ def attend(q, k, v, num_heads, projections, bias_k, bias_v, add_zero_attn, p, pr
         out, weights = scaled_dot_product_attention(q, k, v, bias, p), None
     out = project_out(F.reshape(F.transpose(out, 1, 2), (n, q.shape[2], embed_dim)))
     return out, weights
+
+
+def _check_kv_shapes(q, k, num_heads, key_padding_mask, attn_mask, static_k, static_v):
+    """PyTorch's asserts on the batch-first (N, L, E) inputs' key_padding_mask (N, S) and
+    static keys and values (N * heads, S, E / heads), and its warning on masks of mismatched
+    kinds (one bool, one float)."""
+    n, head_dim = q.shape[0], q.shape[2] // num_heads
+
+    def fail(message):
+        raise call_error(ShapeAssertionError, message, "multi_head_attention_forward", q, k)
+
+    src_len = k.shape[1]
+    for name, static in (("static_k", static_k), ("static_v", static_v)):
+        if static is not None:
+            if static.shape[0] != n * num_heads:
+                fail(f"expecting {name}.size(0) of {n * num_heads}, but got {static.shape[0]}")
+            if static.shape[2] != head_dim:
+                fail(f"expecting {name}.size(2) of {head_dim}, but got {static.shape[2]}")
+    if static_k is not None:
+        src_len = static_k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (n, src_len):
+            fail(f"expecting key_padding_mask shape of {(n, src_len)}, but got "
+                 f"{tuple(key_padding_mask.shape)}")  # fmt: skip
+        if attn_mask is not None and (
+            (dt.as_dtype(key_padding_mask.dtype) == dt.bool_)
+            != (dt.as_dtype(attn_mask.dtype) == dt.bool_)
+        ):
+            warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. "
+                          "Use same type for both instead.", stacklevel=4)  # fmt: skip
 
 
 def _merged_mask(mask, padding, n, num_heads):

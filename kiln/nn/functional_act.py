@@ -24,7 +24,7 @@ from ..eager import Tensor
 from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
 from ..frontend.autocast import autocast_op
 from ..frontend.core import with_grad
-from ..frontend.functionalize import symbol_inplace
+from ..frontend.functionalize import is_compiled_argument, symbol_inplace
 from ..frontend.half_formulas import tanh_softplus32
 from ..frontend.inplace import _inplace
 from ..graph.core import Symbol
@@ -73,9 +73,11 @@ def in_place(name: str, fn, input, inplace: bool, opmath=False):  # noqa: A002
         fn = _half_formula(fn, fn if opmath is True else opmath)
     if inplace and isinstance(input, Tensor):
         return _inplace(name, fn)(input)
-    if inplace and isinstance(input, Symbol) and input.node.op.name not in _FEEDS:
+    if inplace and isinstance(input, Symbol) and (
+        input.node.op.name not in _FEEDS or is_compiled_argument(input)
+    ):  # a compiled function's argument changes in the caller's tensor, as eagerly
         return symbol_inplace(name, fn, input)
-    return fn(input)  # NOTE: a feed (a compiled function's argument) cannot change: the result
+    return fn(input)  # NOTE: a graph-mode feed cannot change: the result
 
 
 _FEEDS = ("placeholder", "variable")

@@ -4,6 +4,8 @@ signatures (`dim=None`, `dtype=`, `threshold=`, `inplace=`, `padding_idx=`) over
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -19,6 +21,7 @@ from ..errors import (
     call_error,
 )
 from ..frontend.autocast import autocast_op
+from ..frontend.nn_functional import refuse_integer_dropout
 from ..frontend.nn_interpolate import interpolate
 from ..frontend.result_layouts import suggested_layout
 from ..frontend.torch_index import int_index
@@ -110,26 +113,58 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     >>> kn.nn.functional.dropout(kn.ones(3), training=False)
     tensor([1., 1., 1.])
     """
+    if inplace and (not training or p == 0.0) and 0.0 <= p <= 1.0:
+        return input  # PyTorch's: nothing is written (a leaf that requires grad too)
     return in_place("dropout_", lambda x: F.dropout(x, p, training), input, inplace)
 
 
 def _channel_dropout(name, spatial, input, p, training, inplace):  # noqa: A002
-    """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input."""
+    """Zeroes whole channels: one draw per (N, C), or per C for an unbatched input, as
+    PyTorch's: dropout1d takes 2-D or 3-D inputs only; dropout2d and dropout3d warn on other
+    ranks and drop along dims (0, 1) of them; dropout2d reads a 3-D input as (N, C, L) (with
+    a warning), dropout3d reads any input but a 5-D one as unbatched."""
     if not 0.0 <= p <= 1.0:
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     (x,) = F.core.lift(input)
     if x.ndim not in (spatial + 1, spatial + 2):
-        raise call_error(ShapeMismatchError, f"Expected {spatial + 1}D or {spatial + 2}D "
-                         f"input, but received a {x.ndim}D input", name, x)  # fmt: skip
+        note = (f"Note that {name} exists to provide channel-wise dropout on inputs with "
+                f"{spatial} spatial dimension{'s' if spatial > 1 else ''}, a channel "
+                f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+                f"{spatial + 2}D inputs).")  # fmt: skip
+        if spatial == 1:
+            raise call_error(ShapeMismatchError, f"{name}: Expected 2D or 3D input, but "
+                             f"received a {x.ndim}D input. {note}", name, x)  # fmt: skip
+        warnings.warn(f"{name}: Received a {x.ndim}-D input to {name}, which is deprecated and "
+                      f"will result in an error in a future release. To retain the behavior "
+                      f"and silence this warning, please use dropout instead. {note}",
+                      stacklevel=3)  # fmt: skip
+    if spatial == 2 and x.ndim == 3:
+        warnings.warn(_DROPOUT2D_3D, stacklevel=3)
+    unbatched = spatial != 2 and x.ndim != spatial + 2  # channels along dim 0
     if not training or p == 0.0:
         return x
+    if x.ndim + unbatched < 2:
+        raise call_error(ShapeMismatchError, "Feature dropout requires at least 2 dimensions "
+                         "in the input", name, x)  # fmt: skip
+    if p != 1.0:
+        refuse_integer_dropout(x, name)
 
     def fn(x):
-        mask_shape = tuple(x.shape[: x.ndim - spatial]) + (1,) * spatial
+        lead = 1 if unbatched else 2
+        mask_shape = tuple(x.shape[:lead]) + (1,) * (x.ndim - lead)
         ones = F.broadcast_to(F.core.lift(1.0, context=(x,), dtype=x.dtype)[0], mask_shape)
         return F.mul(x, F.dropout(ones, p, True))
 
     return in_place(f"{name}_", fn, x, inplace)
+
+
+_DROPOUT2D_3D = (
+    "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+    "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+    "This behavior will change in a future release to interpret the input as one without a "
+    "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+    "please switch to using dropout1d instead."
+)
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
@@ -143,7 +178,8 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
-    """Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs with probability `p`.
+    """Zeroes whole channels of (N, C, H, W) inputs with probability `p`; a 3-D input is read
+    as (N, C, L), as PyTorch's (which warns).
 
     >>> import kiln as kn
     >>> y = kn.nn.functional.dropout2d(kn.ones(4, 8, 3, 3))
@@ -180,31 +216,56 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if sparse and max_norm is not None and isinstance(weight, Tensor):
-        ids, table = F.core.lift(input, weight)  # PyTorch's: renorm in place, then look up
-        weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())
-        max_norm = None
-    if sparse:
-        return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
+    if len(getattr(weight, "shape", np.shape(weight))) != 2:
+        raise call_error(ShapeMismatchError, "'weight' must be 2-D", "embedding", weight)
     ids, table = F.core.lift(input, weight)
-    if not int_index(ids.dtype):
+    if not int_index(ids.dtype):  # (the sparse form's too)
         raise call_error(
             DTypeMismatchError,
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {_type_name(ids.dtype)} instead (while checking "
             "arguments for embedding)", "embedding", table, ids,
         )  # fmt: skip
+    if sparse and max_norm is not None and isinstance(weight, Tensor):
+        # PyTorch's: renorm in place, then look up
+        weight.detach().copy_(_renormed(table, ids, float(max_norm), float(norm_type)).detach())
+        max_norm = None
+    if sparse:
+        return F.sparse._embedding(input, weight, padding_idx, max_norm, scale_grad_by_freq)
     if max_norm is not None:
         table = _renormed(table, ids, float(max_norm), float(norm_type))
         if isinstance(weight, Tensor):
             weight.detach().copy_(table.detach())  # PyTorch's: the rows change in place
+        elif _traced_parameter(weight) is not None:  # kn.compile: the parameter changes,
+            table = _renew_parameter(weight, table)  # later reads (these rows) see it
     rows = _looked_up(table, ids, padding_idx, scale_grad_by_freq)
-    if max_norm is not None and isinstance(weight, Symbol):
+    if max_norm is not None and isinstance(weight, Symbol) and _traced_parameter(weight) is None:
         _write_renormed(weight, table, rows)
     saved = {"_saved_indices": ids, "_saved_padding_idx": -1 if padding_idx is None else
              padding_idx, "_saved_scale_grad_by_freq": scale_grad_by_freq,
              "_saved_sparse": False, "_saved_weight_sym_argsize_0": table.shape[0]}  # fmt: skip
     return name_history(rows, "EmbeddingBackward0", table, saved=saved)  # PyTorch's node
+
+
+def _traced_parameter(weight):
+    """The module's Parameter whose Variable `weight` is in a kn.compile trace, else None."""
+    from ..frontend.functionalize import in_compiled_trace
+    from ..graph.core import Variable
+    from .parameter import owner_of
+
+    if isinstance(weight, Variable) and in_compiled_trace(weight):
+        return owner_of(weight)
+    return None
+
+
+def _renew_parameter(weight, table):
+    """PyTorch's in-place renorm of a module's weight under kn.compile: the program assigns
+    the renormed table on each call, and the trace's later reads of the weight (the lookup,
+    a read after the call) see it; gradients flow on to the Parameter, as to PyTorch's leaf
+    changed under no_grad. Returns the weight's new value in the trace."""
+    owner = _traced_parameter(weight)
+    owner._traced_assign(weight.graph, F.stop_gradient(table), "embedding_renorm_")
+    return owner._traced_value(weight.graph)
 
 
 def _write_renormed(weight, table, rows) -> None:

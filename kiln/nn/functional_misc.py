@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from ..errors import ArgumentError, ShapeMismatchError, call_error
-from ..frontend.nn_functional import _keep_mask
+from ..frontend.nn_functional import _keep_mask, refuse_integer_dropout
 from .functional_act import in_place
 from .functional_loss import float_kernel, long_targets, reduce_loss, reduction_of
 
@@ -25,15 +25,14 @@ def _alpha_dropout(name: str, x, p: float, training: bool, feature: bool):
     zero mean and unit variance are kept: `x * a * keep + a * alpha * (p - 1 + keep)`."""
     if not 0.0 <= p <= 1.0:
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training:
-        return x  # PyTorch checks nothing more without training
+    if not training or p == 0.0 or 0 in tuple(x.shape):
+        return x  # PyTorch checks nothing more then
     if feature and x.ndim < 2:
         raise call_error(ShapeMismatchError, "Feature dropout requires at least 2 dimensions "
                          "in the input", name, x)  # fmt: skip
-    if p == 0.0 or 0 in tuple(x.shape):
-        return x
     if p == 1.0:
         return F.mul(x, 0)  # PyTorch's: multiply, so the graph stays connected
+    refuse_integer_dropout(x, name)
     dtype = x.dtype if dt.is_float(x.dtype) else dt.DEFAULT_FLOAT
     like = x
     if feature:  # one draw per (sample, channel)
@@ -43,6 +42,13 @@ def _alpha_dropout(name: str, x, p: float, training: bool, feature: bool):
     a = 1.0 / np.sqrt((_SELU_SATURATION**2 * p + 1) * (1 - p))
     shift = F.add(F.mul(F.sub(keep, 1.0), _SELU_SATURATION * a), _SELU_SATURATION * a * p)
     return F.add(F.mul(x, F.mul(keep, a)), shift)
+
+
+def _untouched(x, p: float, training: bool) -> bool:
+    """Whether an alpha dropout returns its input as it is (PyTorch's: p checked first)."""
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return not training or p == 0.0 or 0 in tuple(x.shape)
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):  # noqa: A002
@@ -56,6 +62,8 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     True
     """
     (x,) = F.core.lift(input)
+    if inplace and _untouched(x, p, training):
+        return x  # PyTorch's: nothing is written (a leaf that requires grad too)
     return in_place(
         "alpha_dropout_",
         lambda v: _alpha_dropout("alpha_dropout", v, p, training, False),
@@ -74,6 +82,8 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
     True
     """
     (x,) = F.core.lift(input)
+    if inplace and _untouched(x, p, training):
+        return x  # PyTorch's: nothing is written (a leaf that requires grad too)
     return in_place(
         "feature_alpha_dropout_",
         lambda v: _alpha_dropout("feature_alpha_dropout", v, p, training, True),

@@ -17,10 +17,17 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import frontend as F
-from ..errors import ArgumentError, ShapeMismatchError, UsageError, call_error
+from ..errors import (
+    ArgumentAssertionError,
+    ArgumentError,
+    ShapeAssertionError,
+    ShapeMismatchError,
+    UsageError,
+    call_error,
+)
 from ..frontend.nn_pool import adaptive_max_pool1d, empty_pool_result, window_argmax
 from ..graph.core import Symbol
-from .attention import attend
+from .attention import attend, check_shapes
 from .functional_attention import linear
 
 __all__ = [
@@ -391,17 +398,23 @@ def multi_head_attention_forward(
     ((3, 2, 4), (2, 3, 3))
     """
     q, k, v = F.core.lift(query, key, value)
-    if q.shape[-1] != embed_dim_to_check:
-        raise call_error(ShapeMismatchError, f"was expecting embedding dimension of "
-                         f"{embed_dim_to_check}, but got {q.shape[-1]}",
-                         "multi_head_attention_forward", q)  # fmt: skip
+    check_shapes(q, k, v, key_padding_mask, attn_mask, num_heads, embed_dim_to_check,
+                 not use_separate_proj_weight)  # fmt: skip
     e = embed_dim_to_check
-    if e % num_heads:
-        raise call_error(ShapeMismatchError, f"embed_dim {e} not divisible by num_heads "
+    if e % num_heads:  # PyTorch asserts it
+        raise call_error(ShapeAssertionError, f"embed_dim {e} not divisible by num_heads "
                          f"{num_heads}", "multi_head_attention_forward", q)  # fmt: skip
     if use_separate_proj_weight:
         ws = (q_proj_weight, k_proj_weight, v_proj_weight)
+        for name, w in zip("qkv", ws):
+            if w is None:  # PyTorch asserts it
+                raise ArgumentAssertionError(
+                    f"use_separate_proj_weight is True but {name}_proj_weight is None"
+                )
     else:
+        if in_proj_weight is None:  # PyTorch asserts it
+            raise ArgumentAssertionError("use_separate_proj_weight is False but "
+                                         "in_proj_weight is None")  # fmt: skip
         ws = (in_proj_weight[:e], in_proj_weight[e : 2 * e], in_proj_weight[2 * e :])
     b = in_proj_bias
     bs = (None,) * 3 if b is None else (b[:e], b[e : 2 * e], b[2 * e :])

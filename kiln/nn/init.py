@@ -13,9 +13,13 @@ import warnings
 import numpy as np
 
 from .. import init as _init
+from ..dtypes import as_dtype, python_float, python_int
 from ..eager import Tensor, no_grad
 from ..eager.tensor import make
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, UsageError
+from ..frontend.random import uniform_bounds
+from ..frontend.torch_namespace import check_normal
+from ..generator import default_generator
 from ..init import _rng
 from ..ops.random import seeds_from
 from .parameter import ModuleValue
@@ -61,12 +65,14 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
 
 def _fill(tensor, initializer, generator=None):
     """Sets `tensor` to `initializer(shape, dtype)`, its draws seeded by `generator` (a
-    `kn.Generator`) when given."""
+    `kn.Generator`), else by the global one."""
     if not isinstance(tensor, Tensor):
         raise ArgumentTypeError(
             f"expected a kn.Tensor or kn.nn.Parameter, got {type(tensor).__name__}"
         )
-    with seeds_from(generator):
+    # the global stream is `default_generator`, as PyTorch's: a generator seeded s draws what
+    # `kn.manual_seed(s)` then draws, and a draw moves the global stream on
+    with seeds_from(default_generator if generator is None else generator):
         array = initializer(tuple(tensor.shape), tensor.dtype)
     if isinstance(tensor, ModuleValue):
         tensor.assign(array)
@@ -83,6 +89,13 @@ def _empty(tensor) -> bool:
     return False
 
 
+def _drawn_into(tensor) -> None:
+    """PyTorch's refusal of a random fill of a tensor that is not floating or complex (its
+    initializers draw with `uniform_` or `normal_`, which have no integer kernel)."""
+    if isinstance(tensor, Tensor):
+        check_normal(as_dtype(tensor.dtype), 1.0)
+
+
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fills with samples of U(a, b).
 
@@ -91,6 +104,8 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     >>> bool(w.min() >= -0.5 and w.max() < 0.5)
     True
     """
+    if isinstance(tensor, Tensor):
+        uniform_bounds(tensor.dtype, a, b)
     return _fill(tensor, _init.uniform(a, b), generator)
 
 
@@ -102,6 +117,8 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     >>> round(float(w.std()), 2)
     0.02
     """
+    if isinstance(tensor, Tensor):
+        check_normal(as_dtype(tensor.dtype), std)
     return _fill(tensor, _init.normal(mean, std), generator)
 
 
@@ -113,8 +130,11 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     >>> bool(w.abs().max() <= 1.0)
     True
     """
-    if not a < b:
-        raise ArgumentError(f"trunc_normal_: a ({a}) must be below b ({b})")
+    _drawn_into(tensor)
+    if a > b:  # PyTorch's uniform_ draw of the bounds' probabilities refuses it
+        raise UsageError(f"trunc_normal_: a ({a}) must not be above b ({b})")
+    if a == b:  # every value is the bound, as PyTorch's clamp makes it
+        return _fill(tensor, _init.constant(a))
 
     def draw(shape, dtype):
         values = _init.normal(mean, std)(shape, np.float64)
@@ -134,6 +154,12 @@ def constant_(tensor, val: float):
     >>> kn.nn.init.constant_(kn.zeros(2), 0.5)
     tensor([0.5000, 0.5000])
     """
+    if isinstance(tensor, Tensor) and type(val) in (int, float, complex):
+        dtype = as_dtype(tensor.dtype)  # PyTorch's fill_: a value the dtype cannot hold raises
+        if type(val) is int and dtype.kind in "iub":
+            python_int(val, dtype, "fill_", tensor)
+        else:
+            python_float(float(val) if type(val) is int else val, dtype, "fill_", tensor)
     return _fill(tensor, _init.constant(val))
 
 
@@ -178,6 +204,8 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     >>> round(float(w.abs().max()), 2)  # sqrt(6 / 800)
     0.09
     """
+    _calculate_fan_in_and_fan_out(tensor)  # (a 1-D tensor is refused first)
+    _drawn_into(tensor)
     return _fill(tensor, _init.xavier_uniform(gain), generator)
 
 
@@ -189,6 +217,8 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     >>> round(float(w.std()), 2)  # sqrt(2 / 800)
     0.05
     """
+    _calculate_fan_in_and_fan_out(tensor)  # (a 1-D tensor is refused first)
+    _drawn_into(tensor)
     return _fill(tensor, _init.xavier_normal(gain), generator)
 
 
@@ -204,6 +234,7 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
     if _empty(tensor):
         return tensor
     _calculate_correct_fan(tensor, mode)
+    _drawn_into(tensor)
     return _fill(tensor, _init.kaiming_uniform(a, nonlinearity, mode.lower()), generator)
 
 
@@ -218,6 +249,7 @@ def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", gen
     if _empty(tensor):
         return tensor
     _calculate_correct_fan(tensor, mode)
+    _drawn_into(tensor)
     return _fill(tensor, _init.kaiming_normal(a, nonlinearity, mode.lower()), generator)
 
 
@@ -234,6 +266,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
         raise ArgumentError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _drawn_into(tensor)
     return _fill(tensor, _init.orthogonal(gain), generator)
 
 
@@ -278,6 +311,7 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
         raise ArgumentError("Only tensors with 2 dimensions are supported")
     rows, cols = tuple(tensor.shape)
     zeros = int(math.ceil(sparsity * rows))
+    check_normal(as_dtype(tensor.dtype), std)
 
     def draw(shape, dtype):
         values = _init.normal(0.0, std)(shape, dtype)

@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
 from ..eager import no_grad
-from ..errors import ArgumentError
+from ..errors import ArgumentAssertionError, ArgumentError
 from . import functional_attention, functional_core, functional_norm
 from .activation import GELU, ReLU, Sigmoid, Tanh
 from .containers import Sequential
@@ -282,13 +282,13 @@ def _pretrained_table(embeddings, op: str) -> np.ndarray:
     """The NumPy copy of a pretrained 2-D embedding table (a Tensor or an array)."""
     if hasattr(embeddings, "detach"):
         embeddings = embeddings.detach()
-    table = np.array(embeddings)
-    if table.ndim != 2:
-        raise ArgumentError(
-            f"{op}: embeddings must be 2-dimensional (num_embeddings, embedding_dim), got "
-            f"shape {tuple(table.shape)}"
+    shape = tuple(getattr(embeddings, "shape", np.shape(embeddings)))
+    if len(shape) != 2:  # PyTorch asserts it
+        raise ArgumentAssertionError(
+            f"{op}: Embeddings parameter is expected to be 2-dimensional (num_embeddings, "
+            f"embedding_dim), got shape {shape}"
         )
-    return table
+    return np.array(embeddings)
 
 
 def _given_table(weight, num_embeddings: int, embedding_dim: int, dtype) -> np.ndarray:
@@ -332,9 +332,7 @@ class Embedding(Module):
                 table[padding_idx] = 0
         else:  # PyTorch's: the table keeps its dtype unless `dtype` is given
             table = _given_table(_weight, num_embeddings, embedding_dim, dtype)
-        self.weight = Parameter(table)
-        if _freeze:
-            self.weight.requires_grad = False
+        self.weight = Parameter(table, requires_grad=not _freeze)  # (a frozen int table too)
         if device is not None:
             self.to(device)
 
@@ -355,6 +353,25 @@ class Embedding(Module):
                    scale_grad_by_freq, sparse, _weight=table, _freeze=freeze,
                    dtype=table.dtype)  # fmt: skip
 
+    def reset_parameters(self) -> None:
+        """Redraws the table from N(0, 1), the `padding_idx` row zeros, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> emb = kn.nn.Embedding(3, 2, padding_idx=1)
+        >>> emb.reset_parameters()
+        >>> emb.weight[1].tolist()
+        [0.0, 0.0]
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        nn_init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
     def forward(self, ids):
         # max_norm renormalises the looked-up rows of the weight in place, as PyTorch's: in a
         # graph an `assign` tied to the output (functional_core._write_renormed)
@@ -372,6 +389,8 @@ class Embedding(Module):
             text += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq:
             text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse:
+            text += ", sparse=True"
         return text
 
 

@@ -18,7 +18,7 @@ import math
 from .. import dtypes as dt
 from .. import frontend as Fr
 from .. import init
-from ..errors import ArgumentError
+from ..errors import ArgumentAssertionError, ArgumentError
 from ..ops.core import scalar
 from . import functional as F
 from .layers import _BatchNorm, _given_table, _InstanceNorm, _pretrained_table
@@ -267,8 +267,8 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ArgumentError(
+            if not -num_embeddings <= padding_idx < num_embeddings:  # PyTorch asserts it
+                raise ArgumentAssertionError(
                     f"EmbeddingBag: padding_idx must be within num_embeddings "
                     f"({num_embeddings}), got {padding_idx}"
                 )
@@ -302,14 +302,39 @@ class EmbeddingBag(Module):
         bag.weight.requires_grad = not freeze
         return bag
 
+    def reset_parameters(self) -> None:
+        """Redraws the table from N(0, 1), the `padding_idx` row zeros, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> bag = kn.nn.EmbeddingBag(3, 2, padding_idx=0)
+        >>> bag.reset_parameters()
+        >>> bag.weight[0].tolist()
+        [0.0, 0.0]
+        """
+        from .layers import Embedding
+
+        Embedding.reset_parameters(self)
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        from .layers import Embedding
+
+        Embedding._fill_padding_idx_with_zero(self)
+
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse,
                                per_sample_weights, self.include_last_offset,
                                self.padding_idx)  # fmt: skip
 
-    def extra_repr(self) -> str:
-        text = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+    def extra_repr(self) -> str:  # PyTorch's
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        text += f", mode={self.mode!r}"
         return text + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None
                        else "")  # fmt: skip
 

@@ -226,7 +226,10 @@ class ModuleValue(Tensor):
         var = self.variable(graph)
         value = _graph_value(value, var, graph)
         made = {id(n) for n in ancestors([value])}
-        first = all(id(n) in made for n in var.graph.nodes if any(i is var for i in n.inputs))
+        used = {id(i.node) for n in var.graph.nodes for i in n.inputs}  # (a dead read, as an
+        # in-place method's look-up of `p.data` makes, reads nothing before the change)
+        first = all(id(n) in made or id(n) not in used
+                    for n in var.graph.nodes if any(i is var for i in n.inputs))  # fmt: skip
         assign = apply("assign", var, value)
         if first:  # nothing read it before but the change (a projection of the weights at
             # the start of a forward): later reads are the changed parameter, whose gradient

@@ -153,7 +153,6 @@ _HALF_ROUNDING = (
     ("nn.functional.adaptive_avg_pool3d/float16/[14567]/*", 341),
     ("nn.functional.batch_norm/bfloat16/[056]/*", 21),
     ("nn.functional.batch_norm/float16/[0156]/*", 18),
-    ("nn.functional.binary_cross_entropy/float16/[0]/*", 2),
     ("nn.functional.binary_cross_entropy_with_logits/bfloat16/[7]/*", 2),
     ("nn.functional.conv1d/bfloat16/[7]/*", 4),
     ("nn.functional.conv1d/float16/[7]/*", 3),

@@ -31,6 +31,7 @@ from . import torch_index as ti
 from . import torch_math as tm
 from .core import call, lift
 from .out import takes_out
+from .result_layouts import c_ordered, preserved
 from .torch_index import _host, _like
 from .torch_shape import _arange_along
 
@@ -508,7 +509,7 @@ def masked_scatter(input, mask, source):  # noqa: A002
     if isinstance(n_src, int) and n_src == 0:  # an empty source: nothing is taken from it
         (flat_src,) = lift(np.zeros(1, dt.as_dtype(x.dtype)), context=(x,))
     values = s.gather(flat_src, taken, 0)
-    return m.where(mask, s.reshape(values, shape), x)
+    return c_ordered(m.where(mask, s.reshape(values, shape), x))  # (PyTorch's: C order)
 
 
 def put(input, index, source, accumulate: bool = False):  # noqa: A002
@@ -551,4 +552,5 @@ def put(input, index, source, accumulate: bool = False):  # noqa: A002
     values = s.reshape(m.cast(src, x.dtype), (-1,))
     from .indexing import index_put
 
-    return s.reshape(index_put(flat, (flat_idx,), values, accumulate), tuple(x.shape))
+    out = s.reshape(index_put(flat, (flat_idx,), values, accumulate), tuple(x.shape))
+    return preserved(out, x)  # (PyTorch's put: a clone of x, laid out as x)

@@ -33,6 +33,7 @@ from .core import call, lift
 from .half_formulas import batched_axes, rounded32
 from .out import takes_out
 from .reductions import require_floating
+from .result_layouts import c_ordered
 from .torch_extra_shape import select
 
 __all__ = [
@@ -476,10 +477,10 @@ def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 def _kth(x, k: int, dim, keepdim, name):
-    """The k-th smallest (0-based) along dim and its index, from a stable sort."""
+    """The k-th smallest (0-based) along dim and its index, from a stable sort (in C order)."""
     values, indices = tm.sort(x, dim, stable=True)
-    v = select(values, dim, k)
-    i = select(indices, dim, k)
+    v = c_ordered(call("cast", select(values, dim, k), dtype=values.dtype))
+    i = c_ordered(call("cast", select(indices, dim, k), dtype=indices.dtype))
     if keepdim:
         v, i = s.unsqueeze(v, dim), s.unsqueeze(i, dim)
     return getattr(return_types, name)(v, i)

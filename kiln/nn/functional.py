@@ -53,6 +53,7 @@ from ..frontend.nn_conv import fold, unfold
 from ..frontend.nn_functional import pad  # PyTorch's pad tuple; kn.pad is NumPy's
 from ..frontend.nn_interpolate import interpolate
 from ..frontend.nn_pool import adaptive_max_pool1d  # (kn.adaptive_max_pool1d: torch's form)
+from ..frontend.result_layouts import c_ordered
 from ..ops.state import GRAD_FORMULAS
 from .functional_act import (
     _underscored,
@@ -338,7 +339,8 @@ def logsigmoid(input):  # noqa: A002
         buffer = F.core.call("cast", buffer, dtype=np.dtype(np.float32))
         return with_grad(fn(x), x, ("logsigmoid",), x, buffer)
 
-    return in_place("logsigmoid", fn, input, False, opmath=wide)
+    # (PyTorch's log_sigmoid allocates its result in C order)
+    return c_ordered(in_place("logsigmoid", fn, input, False, opmath=wide))
 
 
 def _softplus(x):

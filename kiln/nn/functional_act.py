@@ -27,6 +27,7 @@ from ..frontend.core import with_grad
 from ..frontend.functionalize import is_compiled_argument, symbol_inplace
 from ..frontend.half_formulas import tanh_softplus32
 from ..frontend.inplace import _inplace
+from ..frontend.result_layouts import c_ordered
 from ..graph.core import Symbol
 from ..ops.random import in_trace, next_seed
 from ..ops.state import GRAD_FORMULAS
@@ -73,8 +74,10 @@ def in_place(name: str, fn, input, inplace: bool, opmath=False):  # noqa: A002
         fn = _half_formula(fn, fn if opmath is True else opmath)
     if inplace and isinstance(input, Tensor):
         return _inplace(name, fn)(input)
-    if inplace and isinstance(input, Symbol) and (
-        input.node.op.name not in _FEEDS or is_compiled_argument(input)
+    if (
+        inplace
+        and isinstance(input, Symbol)
+        and (input.node.op.name not in _FEEDS or is_compiled_argument(input))
     ):  # a compiled function's argument changes in the caller's tensor, as eagerly
         return symbol_inplace(name, fn, input)
     return fn(input)  # NOTE: a graph-mode feed cannot change: the result
@@ -442,7 +445,8 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
         noise = _uniform_like(x, lower, upper)
         return F.where(F.greater(x, 0), x, F.mul(x, noise))
 
-    return in_place("rrelu_", fn, input, inplace)
+    out = in_place("rrelu_", fn, input, inplace)
+    return out if inplace else c_ordered(out)  # (PyTorch's rrelu: C order)
 
 
 def _uniform_like(x, low: float, high: float):

@@ -751,6 +751,9 @@ def cross_entropy(
             f"{dt.scalar_name(target.dtype)}",
             "cross_entropy", input, target,
         )  # fmt: skip
+    if probabilities and ignore_index >= 0:  # (PyTorch's: no class index to ignore there)
+        message = "ignore_index is not supported for floating point target"
+        raise call_error(UsageError, message, "cross_entropy", input, target)
     dim = _class_dim(input, "cross_entropy")  # (after the checks above, as PyTorch's)
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)

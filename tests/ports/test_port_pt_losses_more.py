@@ -605,6 +605,11 @@ def _(lib, x, t, il, tl):
     return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
 
 
+@case("ctc_empty_batch", np.zeros((3, 0, 4)), np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+def _(lib, x, t, lengths):
+    return lib.nn.functional.ctc_loss(x, t, lengths, lengths, reduction="none")
+
+
 @case("ctc_bad_reduction", LOGITS, TARGETS, IN_LENS, TGT_LENS)
 def _(lib, x, t, il, tl):
     return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl, reduction="avg")

@@ -689,8 +689,8 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
     w = F.cast(keep, input.dtype)
     if weight is not None:
         w = F.mul(w, F.take(weight, safe, 0))  # (axis 0: any int target)
-    loss = F.neg(F.mul(picked, w))
-    loss = _weighted_mean(F.sum(loss), w) if reduction == "mean" else _reduce(loss, reduction)
+    loss = F.where(keep, F.neg(F.mul(picked, w)), 0.0)  # (no gradient reaches an ignored one)
+    loss = _weighted_mean(F.sum(loss), w, keep) if reduction == "mean" else _reduce(loss, reduction)
     half = input.dtype in (np.float16, dt.bfloat16) and isinstance(input, Tensor)
     if half and reduction != "none" and input.ndim <= 2 and 0 not in tuple(input.shape):
         # eagerly, PyTorch's value (its sum in half precision) with kiln's gradient (the same)
@@ -700,13 +700,13 @@ def _nll_loss(input, target, weight, ignore_index, reduction, dim, logits=False)
     return loss
 
 
-def _weighted_mean(total, weights):
+def _weighted_mean(total, weights, keep):
     """`total / sum(weights)`, PyTorch's mean of a class loss: NaN where every target is
-    ignored, as PyTorch's, with a zero gradient there (not the NaN of 0 / 0, which an
-    optimizer step would write into every parameter)."""
-    denominator = F.sum(weights)
-    empty = F.equal(denominator, 0)
-    return F.where(empty, float("nan"), F.div(total, F.where(empty, 1.0, denominator)))
+    ignored (`keep` none), as PyTorch's, with a zero gradient there (not the NaN of 0 / 0,
+    which an optimizer step would write into every parameter); targets kept whose weights
+    sum to 0 give 0 / 0 and its NaN gradient, as PyTorch's."""
+    empty = F.logical_not(F.any(keep))
+    return F.where(empty, float("nan"), F.div(total, F.where(empty, 1.0, F.sum(weights))))
 
 
 @autocast_op("fp32")
@@ -753,6 +753,9 @@ def cross_entropy(
             f"{dt.scalar_name(target.dtype)}",
             "cross_entropy", input, target,
         )  # fmt: skip
+    if probabilities and ignore_index >= 0:  # (PyTorch's: no class index to ignore there)
+        message = "ignore_index is not supported for floating point target"
+        raise call_error(UsageError, message, "cross_entropy", input, target)
     dim = _class_dim(input, "cross_entropy")  # (after the checks above, as PyTorch's)
     if not probabilities:
         _check_target("nll_loss", input, target, dim)  # (PyTorch's order: shapes, then dtypes)
@@ -772,13 +775,14 @@ def cross_entropy(
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0:
         return nll
-    keep = F.cast(F.not_equal(target, ignore_index), input.dtype)
+    kept = F.not_equal(target, ignore_index)
+    keep = F.cast(kept, input.dtype)
     terms = logp if weight is None else F.mul(logp, _along(weight, input.ndim, dim))
-    smooth = F.mul(F.neg(F.sum(terms, dim)), keep)
+    smooth = F.where(kept, F.neg(F.sum(terms, dim)), 0.0)  # (PyTorch's masked_fill)
     if reduction == "mean":
-        safe = F.where(F.not_equal(target, ignore_index), target, 0)
+        safe = F.where(kept, target, 0)
         weights = keep if weight is None else F.mul(keep, F.take(weight, safe, 0))
-        smooth = _weighted_mean(F.sum(smooth), weights)
+        smooth = _weighted_mean(F.sum(smooth), weights, kept)
     else:
         smooth = _reduce(smooth, reduction)
     return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / n_classes))

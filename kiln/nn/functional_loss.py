@@ -781,6 +781,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
                    f"targets, got {list(lp.shape)} and {list(targets.shape)}")  # fmt: skip
         raise call_error(ShapeMismatchError, message, "ctc_loss", lp, targets)
     float_kernel("ctc_loss_cpu", "ctc_loss", lp)
+    if 0 in tuple(lp.shape):
+        raise call_error(UsageError, "log_probs tensor must not be empty", "ctc_loss", lp)
     for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         if hasattr(lengths, "dtype") and np.dtype(lengths.dtype).kind not in "iu":
             raise call_error(UsageError, f"{name} must be integral", "ctc_loss", lengths)

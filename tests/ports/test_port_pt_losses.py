@@ -225,6 +225,18 @@ def _(lib, x, q, w):
     return grads(lib, out, x, q)
 
 
+@case("ce_probabilities_negative_ignore_index", Leaf.of(X), Q)
+def _(lib, x, q):
+    # a negative ignore_index names no class: probability targets take no notice of it
+    ce = lib.nn.functional.cross_entropy
+    return grads(lib, (ce(x, q, ignore_index=-1), ce(x, q, ignore_index=-7, reduction="none")), x)
+
+
+@case("ce_probabilities_class_ignore_index", X, Q)
+def _(lib, x, q):
+    return lib.nn.functional.cross_entropy(x, q, ignore_index=0)
+
+
 @case("ce_probabilities_kd", Leaf.of(X4), Leaf.of(np.abs(X4)), W3)
 def _(lib, x, q, w):
     ce = lib.nn.functional.cross_entropy

@@ -65,10 +65,15 @@ def _(lib, x, t, w):
     return lib.nn.functional.nll_loss(x, t, w)
 
 
-@case("nll_total_weight_zero", Leaf.of(X), T, np.zeros(5))
+@case("nll_total_weight_zero", Leaf.of(X), np.array([1, 0, -100, 2]), np.zeros(5))
 def _(lib, x, t, w):
-    nll = lib.nn.functional.nll_loss
-    return nll(x, t, w), nll(x, t, w, reduction="sum"), nll(x, t, w, reduction="none")
+    # kept targets whose weights sum to 0: 0 / 0, its gradient NaN at the kept targets (and
+    # through log_softmax, their rows), 0 at the ignored one, as torch's
+    f = lib.nn.functional
+    out = (f.nll_loss(x, t, w), f.nll_loss(x, t, w, reduction="sum"),
+           f.nll_loss(x, t, w, reduction="none"), f.cross_entropy(x, t, w),
+           f.cross_entropy(x, t, w, label_smoothing=0.1))  # fmt: skip
+    return out, [lib.autograd.grad(v, x, retain_graph=True) for v in (out[0], out[3], out[4])]
 
 
 @case("nll_ignore_index_out_of_class_range", Leaf.of(X), np.array([1, 255, 255, 2]))

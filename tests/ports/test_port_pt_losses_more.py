@@ -268,6 +268,16 @@ def _(lib, x, y):
     return grads(lib, (sm(x, y), sm(x, y, reduction="none"), sm(x, y, reduction="sum")), x)
 
 
+@case(
+    "soft_margin_overflow_float32",
+    Leaf.of(np.array([100, -100, 50, -90], f32)),
+    np.array([-1, 1, 1, 1], f32),
+)
+def _(lib, x, y):
+    # PyTorch's terms, log1p(exp(-x y)): exp overflows past 88 in float32 (inf, NaN gradient)
+    return grads(lib, lib.nn.functional.soft_margin_loss(x, y, reduction="none"), x)
+
+
 @case("soft_margin_double_backward", Leaf.of(A), SIGN20)
 def _(lib, x, y):
     return grad2(lib, lib.nn.functional.soft_margin_loss(x, y, reduction="none"), x)
@@ -603,6 +613,11 @@ def _(lib, x, t, il, tl):
 @case("ctc_input_length_too_long", LOGITS, TARGETS, np.array([7, 5, 4]), TGT_LENS)
 def _(lib, x, t, il, tl):
     return lib.nn.functional.ctc_loss(x.log_softmax(2), t, il, tl)
+
+
+@case("ctc_empty_batch", np.zeros((3, 0, 4)), np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+def _(lib, x, t, lengths):
+    return lib.nn.functional.ctc_loss(x, t, lengths, lengths, reduction="none")
 
 
 @case("ctc_bad_reduction", LOGITS, TARGETS, IN_LENS, TGT_LENS)

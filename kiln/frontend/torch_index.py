@@ -160,6 +160,8 @@ def index_select(input, dim: int, index, *, axis=None):  # noqa: A002
     """
     x = _operand(input, index)
     (idx,) = lift(index, context=(x,))
+    # PyTorch's order: the dim first (IndexError), then the index's dtype
+    sh.normalize_axis(dim_arg(dim, axis, "index_select"), max(x.ndim, 1))
     check_int_index("index_select(): Expected dtype int32 or int64 for index", x, idx,
                     "index_select")  # fmt: skip
     if idx.ndim > 1:

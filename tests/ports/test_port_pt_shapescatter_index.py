@@ -120,6 +120,11 @@ def _(lib, x, i):
     return x.index_select(0, i)
 
 
+@case("index_select_bad_dim_before_index_dtype", X, np.array([1], np.uint8))
+def _(lib, x, i):
+    return x.index_select(2, i)
+
+
 @case("index_add_float_index", X, np.array([1.0], f32), np.ones((1, 5), f32))
 def _(lib, x, i, s):
     return x.index_add(0, i, s)

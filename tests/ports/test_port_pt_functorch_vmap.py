@@ -1047,6 +1047,29 @@ def _(lib, x, v):
     return y, a.grad, w.grad, a2.grad, g
 
 
+_SCALE, _C = 2.0, None  # what the next scenario's function reads as module globals
+
+
+def _read_globals(a):
+    return a * _SCALE + _C
+
+
+@case("reused_transform_sees_global_changes", X, V)
+def _(lib, x, v):
+    # a vmap made once and called again after the global number and the global tensor its
+    # function reads changed: its compiled form traces again
+    global _SCALE, _C
+    _SCALE, _C = 2.0, v.clone()
+    f = lib.func.vmap(_read_globals)
+    first = f(x)
+    _SCALE = 3.0
+    _C.add_(10.0)
+    try:
+        return first, f(x)
+    finally:
+        _SCALE, _C = 2.0, None
+
+
 # -- dtypes of results -----------------------------------------------------------------------
 
 

@@ -168,7 +168,9 @@ def test_normal_like_torch(torch):
     assert k.rsample((5,)).shape == t.rsample((5,)).shape == (5, 3)
     scalar_t, scalar_k = torch.distributions.Normal(0.0, 2.0), kn.distributions.Normal(0.0, 2.0)
     np.testing.assert_allclose(
-        scalar_k.log_prob(kn.tensor(1.0)).numpy(), scalar_t.log_prob(torch.tensor(1.0)).numpy(), rtol=1e-6
+        scalar_k.log_prob(kn.tensor(1.0)).numpy(),
+        scalar_t.log_prob(torch.tensor(1.0)).numpy(),
+        rtol=1e-6,
     )
     # the reparameterized sample carries gradients to loc and scale: d/dloc = 1 per draw
     mu = kn.zeros(3, requires_grad=True)

@@ -166,8 +166,7 @@ class Distribution:
         """
         kn = _kn()
         batch_shape, n = Size(batch_shape), len(self._batch_shape)
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._new_for_expand(_instance)
         for name, value in self.__dict__.items():
             if isinstance(value, Distribution):
                 setattr(new, name, value.expand(batch_shape + value.batch_shape[n:]))
@@ -181,6 +180,20 @@ class Distribution:
         return new
 
     _expanded = ()  # tensors of the batch shape that `expand` expands beside the parameters
+
+    def _new_for_expand(self, _instance=None):
+        """The instance `expand` fills: `_instance` where a subclass's own `expand` passes it
+        (PyTorch's pattern: what it set there stays), else a copy of this one. A subclass from
+        outside kiln with an `__init__` of its own needs an `expand` of its own, as PyTorch's
+        (NotImplementedError)."""
+        if _instance is not None:
+            for name, value in self.__dict__.items():
+                _instance.__dict__.setdefault(name, value)
+            return _instance
+        own = next(c for c in type(self).__mro__ if c.__module__.startswith("kiln."))
+        new = self._get_checked_instance(own)
+        new.__dict__.update(self.__dict__)
+        return new
 
     def _get_checked_instance(self, cls, _instance=None):
         """A bare instance for a subclass's own `expand` (PyTorch's helper)."""
@@ -685,11 +698,13 @@ class Independent(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         """The same distribution over the larger `batch_shape`."""
+        new = self._new_for_expand(_instance)
         batch_shape = Size(batch_shape)
-        base = self.base_dist.expand(
+        new.base_dist = self.base_dist.expand(
             batch_shape + self._event_shape[: self.reinterpreted_batch_ndims]
         )
-        return Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+        new._batch_shape = batch_shape
+        return new
 
     def cdf(self, value):
         raise NotImplementedError

@@ -311,8 +311,7 @@ class MixtureSameFamily(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         batch_shape = Size(batch_shape)
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._new_for_expand(_instance)
         new._component_distribution = self._component_distribution.expand(
             batch_shape + (self._num_component,)
         )

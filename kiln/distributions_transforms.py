@@ -609,8 +609,7 @@ class TransformedDistribution(Distribution):
         shape = batch_shape + self._event_shape
         for t in reversed(self.transforms):
             shape = t.inverse_shape(shape)
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._new_for_expand(_instance)
         n = len(self.base_dist.event_shape)
         new.base_dist = self.base_dist.expand(Size(shape)[: len(shape) - n])
         new._batch_shape = batch_shape

@@ -196,6 +196,56 @@ def _(lib):
     return [repr(d).replace("kiln", "torch") for d in ds]
 
 
+def _subclasses(lib):
+    D = lib.distributions
+    t = lib.ones
+    return ((D.Normal, (t(2), 1.0)), (D.Categorical, (t(2, 3),)), (D.Dirichlet, (t(2, 3),)),
+            (D.MultivariateNormal, (t(2, 3), lib.eye(3))), (D.Binomial, (3, t(2) / 2)),
+            (D.LogNormal, (t(2), 1.0)), (D.Independent, (D.Normal(t(2, 3), 1.0), 1)),
+            (D.Chi2, (t(2),)), (D.Kumaraswamy, (t(2), 1.0)),
+            (D.MixtureSameFamily, (D.Categorical(t(2, 3)), D.Normal(t(2, 3), 1.0))))  # fmt: skip
+
+
+@case("subclass_expand")
+def _(lib):
+    # PyTorch's test_distribution_subclass_expand: a subclass expands to its own type (kiln's
+    # Independent gave an Independent); one with an __init__ of its own needs its own expand
+    out = []
+    for base, args in _subclasses(lib):
+        e = type("Sub", (base,), {})(*args).expand((4, 2))
+        out.append((type(e).__name__, e.batch_shape, e.sample().shape))
+
+        class Custom(base):
+            def __init__(self, *a):
+                super().__init__(*a)
+
+        try:
+            Custom(*args).expand((4, 2))
+            out.append("no error")
+        except NotImplementedError:
+            out.append("NotImplementedError")
+    return out
+
+
+@case("subclass_expand_with_instance", np.array([0.0, 1.0], f32))
+def _(lib, loc):
+    # PyTorch's pattern of a subclass's expand: the parent fills the instance it is given
+    # (kiln's made another and dropped what the subclass set)
+    class Shifted(lib.distributions.Normal):
+        def __init__(self, loc, scale, shift):
+            self.shift = shift
+            super().__init__(loc, scale)
+
+        def expand(self, batch_shape, _instance=None):
+            new = self._get_checked_instance(Shifted, _instance)
+            new.shift = self.shift * 2
+            super().expand(batch_shape, _instance=new)
+            return new
+
+    e = Shifted(loc, 1.0, 3).expand((3, 2))
+    return type(e).__name__, e.shift, e.loc, e.batch_shape, e.log_prob(lib.zeros(3, 2))
+
+
 # -- parameter broadcasting (PyTorch's test_valid/invalid_parameter_broadcasting) -------------
 
 
@@ -529,6 +579,7 @@ SCENARIOS.eager_only.update(
         "made_under_no_grad_still_differentiates": "grad modes and requires_grad",
         "lazy_property_enables_grad": "grad modes and requires_grad",
         "reprs": "strings",
+        "subclass_expand": "class names and exceptions",
         "enumerate_support_binomial": "Binomial's support takes the largest count's value: "
         "data-dependent, as torch.compile's graph break",
         "von_mises_samples": "the sampler is a rejection loop until every draw is accepted "

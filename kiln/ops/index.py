@@ -206,18 +206,19 @@ def _scatter_vjp(ct, y, x, idx, src, *, axis, reduce, include_self):
         share = ct / apply("where", hit, hits + int(include_self), scalar(1, hits))
         own = apply("where", hit, share if include_self else zero, ct)
         return own, None, _padded(_taken(share, idx, axis), src.shape)
-    # amax / amin, as PyTorch: the cotangent is shared among all the values equal to the result;
-    # without include_self, x's own value still counts among them where it equals the result
-    # (PyTorch's formula: its share reaches nothing) though x gets no gradient there
-    mine = apply("cast", apply("equal", x, y), dtype=ct.dtype)
+    # amax / amin, as PyTorch: the cotangent is shared among all the values equal to the result.
+    # Without include_self, x's own value is not among them where src reached it (the result
+    # does not read it); PyTorch's formula counts it there, its share reaching nothing, so a
+    # src value tied with it gets part of the derivative: kiln gives it the derivative.
+    mine = apply("equal", x, y)
+    if not include_self:
+        mine = apply("logical_and", mine, apply("logical_not", hit))
+    mine = apply("cast", mine, dtype=ct.dtype)
     theirs = apply("cast", apply("equal", _corner(src, idx.shape), _taken(y, idx, axis)),
                    dtype=ct.dtype)  # fmt: skip
     count = scatter(mine, theirs, "sum")
     share = ct / apply("where", apply("greater", count, zero), count, scalar(1, count))
-    own = share * mine
-    if not include_self:
-        own = apply("where", hit, zero, own)
-    return own, None, _padded(_taken(share, idx, axis) * theirs, src.shape)
+    return share * mine, None, _padded(_taken(share, idx, axis) * theirs, src.shape)
 
 
 def _prod_vjp(ct, y, x, idx, src, axis, include_self, scatter):

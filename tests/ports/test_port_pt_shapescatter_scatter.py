@@ -296,8 +296,16 @@ def _(lib, x, i, s):
       Leaf.of(np.array([[4, 4, 5, 1], [3, 2, 3, 3]], f32)))  # fmt: skip
 def _(lib, x, i, s):
     # the gradient is shared equally by every value equal to the result (self included)
-    y = [lib.scatter_reduce(x, 1, i, s, how, include_self=inc)
-         for how in ("amax", "amin") for inc in (True, False)]  # fmt: skip
+    y = [lib.scatter_reduce(x, 1, i, s, how, include_self=True) for how in ("amax", "amin")]
+    return y, _grad(lib, y, x, s)
+
+
+@case("scatter_reduce_extrema_without_self_tied_gradient",
+      Leaf.of(np.array([[4, 1, 0, 2, 7], [3, 3, 3, 0, 6]], f32)),
+      np.array([[0, 0, 1, 1], [2, 2, 2, 0]], i64),
+      Leaf.of(np.array([[4, 4, 5, 1], [3, 2, 3, 3]], f32)))  # fmt: skip
+def _(lib, x, i, s):
+    y = [lib.scatter_reduce(x, 1, i, s, how, include_self=False) for how in ("amax", "amin")]
     return y, _grad(lib, y, x, s)
 
 
@@ -660,7 +668,16 @@ def _(lib, c, i):
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({})
-SCENARIOS.xfail.update({})
+SCENARIOS.xfail.update(
+    {
+        "scatter_reduce_extrema_without_self_tied_gradient": (
+            "torch counts the input's own value among the values equal to the result without "
+            "include_self too (its share reaches nothing), so a source value tied with it gets 1/2 "
+            "(here) of the gradient; the result does not read that value, so kiln gives the source "
+            "the derivative (test_op_grads' finite differences check it)"
+        )
+    }
+)
 
 
 @pytest.mark.parametrize("mode", MODES)

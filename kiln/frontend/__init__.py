@@ -91,6 +91,8 @@ from .torch_stats import *  # noqa: F403
 from .torch_stats import __all__ as _stats_all
 from .torch_symbolic import *  # noqa: F403
 from .torch_symbolic import __all__ as _symbolic_all
+from .torch_variance import *  # noqa: F403
+from .torch_variance import __all__ as _variance_all
 
 methods.install()  # Symbol
 methods.install(Tensor)
@@ -108,7 +110,7 @@ __all__ = list(
     dict.fromkeys(
         ["placeholder", "constant", "Variable", *_math_all, *_shape_all, *_nn_all, *_conv_all,
          *_pool_all, *_autodiff_all, *_index_all, *_torch_math_all, *_torch_shape_all,
-         *_extra_math_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
+         *_extra_math_all, *_variance_all, *_extra_linalg_all, *_extra_shape_all, *_extra_stack_all,
          "einsum", "index_put", "det", "inverse", "linalg", "masked", "signal", "slogdet",
          "logdet", "cholesky",
          "svd", "qr", "pinverse", "matrix_exp", "triangular_solve", "lu_unpack", "lu_solve", "lu",

@@ -30,6 +30,7 @@ from . import torch_namespace as tn
 from . import torch_numeric as tnum
 from . import torch_shape as ts
 from . import torch_stats as tst
+from . import torch_variance as tv
 from .symbol_methods import install_symbol_methods
 from .torch_legacy import LEGACY_METHODS
 
@@ -91,7 +92,7 @@ OPERATORS = {
 
 METHODS = {
     "sum": m.sum, "mean": m.mean, "max": m.max, "min": m.min, "prod": m.prod,
-    "argmax": m.argmax, "argmin": m.argmin, "var": xm.var, "std": xm.std,
+    "argmax": m.argmax, "argmin": m.argmin, "var": tv.var, "std": tv.std,
     "logsumexp": m.logsumexp, "amax": m.amax, "amin": m.amin, "all": m.all, "any": m.any,
     "exp": m.exp, "log": m.log, "sqrt": m.sqrt, "rsqrt": m.rsqrt, "abs": m.abs, "neg": m.neg,
     "log1p": m.log1p, "expm1": m.expm1, "square": m.square, "sin": m.sin, "cos": m.cos,
@@ -170,6 +171,7 @@ def _tile_method(self, *args, dims=None):
 
 METHODS |= {"bernoulli": _sample("bernoulli"), "multinomial": _sample("multinomial")}
 METHODS |= {name: getattr(xm, name) for name in xm.__all__}
+METHODS |= {name: getattr(tv, name) for name in tv.__all__}
 METHODS |= {name: getattr(xl, name) for name in xl.__all__}
 METHODS |= {name: getattr(xs, name) for name in xs.__all__}
 METHODS |= {name: getattr(td, name) for name in td.__all__}

@@ -89,6 +89,7 @@ from .functional_act import (
     with_grad,
 )
 from .functional_attention import linear, one_hot, scaled_dot_product_attention
+from .functional_bag import embedding_bag
 from .functional_core import (
     channel_shuffle,
     dropout,
@@ -112,7 +113,6 @@ from .functional_loss import (
     check_index_dtype,
     cosine_embedding_loss,
     ctc_loss,
-    embedding_bag,
     float_kernel,
     float_pair,
     float_result,

@@ -591,9 +591,6 @@ SCENARIOS.xfail.update(
         "geometric_logits_below_float32_sigmoid_range": "torch's float32 sigmoid is 0 below "
         "about -88.7 (its exp overflows), so log_prob is -inf there; kiln's sigmoid keeps the "
         "subnormal probability (3.8e-44 at -100) and gives -99.98",
-        "integer_values_to_bernoulli_log_prob": "torch's Bernoulli.log_prob of an int64 value "
-        "raises RuntimeError (binary_cross_entropy_with_logits can't cast Float to Long); "
-        "kiln computes it ([-1.6094, -0.6931])",
     }
 )
 

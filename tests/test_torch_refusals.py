@@ -172,6 +172,17 @@ def test_a_piece_used_after_its_base_changed_unrecorded_is_refused():
     assert _use_piece_after_base_changed(kn, "unchanged") == [0.0, 3.0, 0.0]
 
 
+def test_a_piece_compared_with_another_dtype_after_its_base_changed_computes():
+    # regression (torch-fuzz program 117631): a comparison records nothing, so torch 2.13 lets
+    # a piece of unbind whose base changed in place take part, in any dtype; kiln's cast of
+    # the float64 piece to compare with a float32 tensor was recorded and refused it
+    b = kn.tensor([1.0, -2.0, 3.0], dtype=kn.float64, requires_grad=True) * 1
+    piece = b.unbind(0)[1]
+    b.zero_()
+    a = kn.tensor([[0.5, -3.0]], requires_grad=True)
+    assert (piece > a).tolist() == [[False, True]]  # (the piece's memory: -2.0 was zeroed)
+
+
 def test_a_piece_used_after_its_base_changed_unrecorded_as_torch():
     torch = pytest.importorskip("torch")
     for how in ("detach", "no_grad"):

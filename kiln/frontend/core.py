@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..eager import dispatch
-from ..eager.grad_mode import is_grad_enabled
+from ..eager.grad_mode import is_grad_enabled, state
 from ..eager.sparse import LAYOUTS
 from ..eager.tensor import Tensor
 from ..eager.trace_notes import READ_IN_TRACE
@@ -150,9 +150,16 @@ def promote(op: OpDef, *args, context=()) -> list:
              else a for a in typed]  # fmt: skip
     lifted = lift(*typed, context=context, op=op, dtype=target)
     # NOTE: a Python int that target cannot hold keeps the dtype `lift` gave it (comparisons
-    # compare it exactly); every other operand computes in target
-    return [a if a.dtype == target or _is_scalar(v) else bind(REGISTRY["cast"], a, dtype=target)
-            for a, v in zip(lifted, typed)]  # fmt: skip
+    # compare it exactly); every other operand computes in target. An op without a gradient
+    # (a comparison) casts without a record, as PyTorch's kernel converts inside: its casts
+    # do not read a piece of split/unbind whose base changed as a recorded op would.
+    recorded = op.vjp is not None or "nondiff" in op.tags
+    saved, state.grad = state.grad, state.grad and recorded
+    try:
+        return [a if a.dtype == target or _is_scalar(v) else bind(REGISTRY["cast"], a, dtype=target)
+                for a, v in zip(lifted, typed)]  # fmt: skip
+    finally:
+        state.grad = saved
 
 
 def _is_value(a) -> bool:

@@ -58,3 +58,19 @@ def test_graph_mode_and_kiln_itself_still_see_symbols():
 
     is_symbol, total = kn.compile(inside)(kn.ones(3))
     assert (is_symbol, float(total)) == (True, 3.0)
+
+
+def test_backward_hooks_traced_with_the_gradient_see_tensors():
+    # a module's full backward hook runs while kn.compile traces the gradient: it sees its
+    # gradients as kn.Tensors, as the eager hook does
+    for compiled in (False, True):
+        lin, seen = kn.nn.Linear(2, 1), []
+        lin.register_full_backward_hook(
+            lambda m, gi, go: seen.append(
+                (isinstance(gi[0], kn.Tensor), isinstance(go[0], kn.Tensor))
+            )
+        )
+        f = lambda x: lin(x).sum()
+        step = kn.compile(f) if compiled else f
+        step(kn.ones(3, 2, requires_grad=True)).backward()
+        assert seen == [(True, True)]

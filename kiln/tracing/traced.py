@@ -428,7 +428,7 @@ class Traced:
         return self._residual_bytes(found) + spec.plan.arena_bytes, program
 
     def _grad(self, ys, wrt) -> list:
-        with self.graph.as_default():
+        with self.graph.as_default(), eager_classes():  # (its hooks see eager classes too)
             try:
                 return grad(ys, wrt, grad_ys=self.cts, disconnected="none")
             except GraphError as e:  # as in eager: an error when backward needs it

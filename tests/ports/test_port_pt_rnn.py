@@ -1,0 +1,322 @@
+"""PyTorch's own recurrent-network tests (test_nn.py's test_RNN_*, test_LSTM_*, test_GRU_*,
+test_rnn_*, the cell tests, and test/nn/test_packed_sequence.py) as an oracle: each behaviour
+a scenario of its own (pt_oracle.py runs it on torch and on kiln, eagerly and under
+`kn.compile`, and compares values, gradients, dtypes, shapes and exception types).
+test_port_pt_nn.py has the weight lists and the dropout arguments; tests/test_rnn_oracle.py
+and tests/test_nn_review_packed.py the common layouts.
+
+Expected values: torch 2.13 (the oracle). Each module is built on torch under a fixed seed,
+and kiln's twin loads torch's initial weights (through NumPy), so values compare.
+"""
+
+import numpy as np
+import pytest
+from port_common import to_numpy
+from pt_oracle import MODES, Leaf, Scenarios
+
+import kiln as kn
+
+f32, f64 = np.float32, np.float64
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((5, 3, 4)).astype(f32)  # (T, N, H_in)
+X2 = RNG.standard_normal((5, 4)).astype(f32)  # unbatched (T, H_in)
+H = RNG.standard_normal((1, 3, 6)).astype(f32)  # (layers * directions, N, H)
+C = RNG.standard_normal((1, 3, 6)).astype(f32)
+XC = RNG.standard_normal((3, 4)).astype(f32)  # a cell's input (N, H_in)
+HC = RNG.standard_normal((3, 6)).astype(f32)
+PAD = RNG.standard_normal((4, 3, 2)).astype(f32)  # padded (T, B, *)
+
+SCENARIOS = Scenarios()
+case = SCENARIOS.case
+
+
+def module(lib, name, *args, **kwargs):
+    """torch's `nn.<name>(*args, **kwargs)` under seed 0; on kiln its twin with torch's
+    initial weights."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    dtype = kwargs.get("dtype")
+    made = getattr(torch.nn, name)(*args, **{**kwargs, "dtype": dtype and torch.float64})
+    if lib is torch:
+        return made
+    twin = getattr(kn.nn, name)(*args, **kwargs)
+    twin.load_state_dict({k: kn.tensor(to_numpy(v).copy()) for k, v in made.state_dict().items()})
+    return twin
+
+
+def grads(lib, outputs, *wrt):
+    """d(sum of every output's sum)/d wrt."""
+    total = sum(o.sum() for o in outputs)
+    return lib.autograd.grad(total, wrt)
+
+
+def param_grads(lib, m, outputs):
+    total = sum(o.sum() for o in outputs)
+    total.backward()
+    return [p.grad for p in m.parameters()]
+
+
+# -- RNN, LSTM, GRU layers -------------------------------------------------------------------
+
+
+@case("rnn_tanh_relu_values_and_grads", Leaf.of(X), Leaf.of(H))
+def _(lib, x, h):
+    got = []
+    for nl in ("tanh", "relu"):
+        m = module(lib, "RNN", 4, 6, nonlinearity=nl)
+        out, hn = m(x, h)
+        got += [out, hn, grads(lib, (out, hn), x, h)]
+    return got
+
+
+@case("rnn_multi_layer_bidirectional_batch_first", Leaf.of(X))
+def _(lib, x):
+    m = module(lib, "RNN", 4, 6, num_layers=2, bidirectional=True, batch_first=True)
+    out, hn = m(x)
+    return out, hn, grads(lib, (out, hn), x)
+
+
+@case("lstm_initial_state_given_or_not", Leaf.of(X), Leaf.of(H), Leaf.of(C))
+def _(lib, x, h, c):
+    m = module(lib, "LSTM", 4, 6)
+    out0, (h0, c0) = m(x)
+    out, (hn, cn) = m(x, (h, c))
+    return out0, h0, c0, out, hn, cn, grads(lib, (out, hn, cn), x, h, c)
+
+
+@case("lstm_proj_size", Leaf.of(X))
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, proj_size=2, num_layers=2, bidirectional=True)
+    out, (hn, cn) = m(x)
+    return out, hn, cn, grads(lib, (out, hn, cn), x)
+
+
+@case("lstm_proj_size_initial_state", Leaf.of(X), Leaf.of(H[:, :, :2]), Leaf.of(C))
+def _(lib, x, h, c):
+    m = module(lib, "LSTM", 4, 6, proj_size=2)
+    out, (hn, cn) = m(x, (h, c))
+    return out, hn, cn, grads(lib, (out, hn, cn), x, h, c)
+
+
+@case("lstm_proj_size_wrong_state_shape", X, H, C)
+def _(lib, x, h, c):
+    # h must be (1, N, proj_size): torch raises RuntimeError
+    return module(lib, "LSTM", 4, 6, proj_size=2)(x, (h, c))
+
+
+@case("lstm_bias_false_batch_first", Leaf.of(X))
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, bias=False, batch_first=True, num_layers=2)
+    out, (hn, cn) = m(x)
+    return out, hn, cn, grads(lib, (out, hn, cn), x)
+
+
+@case("lstm_unbatched", Leaf.of(X2), Leaf.of(H[:, 0]), Leaf.of(C[:, 0]))
+def _(lib, x, h, c):
+    m = module(lib, "LSTM", 4, 6, bidirectional=False)
+    out0, (h0, c0) = m(x)
+    out, (hn, cn) = m(x, (h, c))
+    return out0, h0, c0, out, hn, cn, grads(lib, (out, hn, cn), x, h, c)
+
+
+@case("lstm_unbatched_bidirectional_proj", Leaf.of(X2))
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, bidirectional=True, proj_size=3, num_layers=2)
+    out, (hn, cn) = m(x)
+    return out, hn, cn, grads(lib, (out, hn, cn), x)
+
+
+@case("lstm_unbatched_3d_state_refused", X2, H, C)
+def _(lib, x, h, c):
+    return module(lib, "LSTM", 4, 6)(x, (h, c))
+
+
+@case("gru_values_and_grads", Leaf.of(X), Leaf.of(np.concatenate([H, H]) * 0.5))
+def _(lib, x, h):
+    m = module(lib, "GRU", 4, 6, num_layers=2)
+    out, hn = m(x, h)
+    return out, hn, grads(lib, (out, hn), x, h)
+
+
+@case("gru_bidirectional_unbatched_bias_false", Leaf.of(X2))
+def _(lib, x):
+    m = module(lib, "GRU", 4, 6, bidirectional=True, bias=False)
+    out, hn = m(x)
+    return out, hn, grads(lib, (out, hn), x)
+
+
+@case("rnn_float64", Leaf.of(X.astype(f64)))
+def _(lib, x):
+    m = module(lib, "GRU", 4, 6, dtype=lib.float64)
+    out, hn = m(x)
+    m2 = module(lib, "LSTM", 4, 6, dtype=lib.float64, proj_size=2)
+    out2, (h2, c2) = m2(x)
+    return out, hn, out2, h2, c2, grads(lib, (out, hn, out2), x)
+
+
+@case("rnn_module_double", Leaf.of(X.astype(f64)))
+def _(lib, x):
+    m = module(lib, "RNN", 4, 6).double()
+    out, hn = m(x)
+    return out, hn, [p.dtype for p in m.parameters()]
+
+
+@case("rnn_param_grads", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, num_layers=2, bidirectional=True, proj_size=3)
+    out, (hn, cn) = m(x)
+    return param_grads(lib, m, (out, hn, cn))
+
+
+@case("rnn_input_size_mismatch", X[..., :3])
+def _(lib, x):
+    return module(lib, "GRU", 4, 6)(x)
+
+
+@case("rnn_hidden_batch_mismatch", X, H[:, :2])
+def _(lib, x, h):
+    return module(lib, "RNN", 4, 6)(x, h)
+
+
+@case("rnn_hidden_layers_mismatch", X, np.concatenate([H, H]))
+def _(lib, x, h):
+    return module(lib, "GRU", 4, 6)(x, h)
+
+
+@case("rnn_4d_input_refused", X[None])
+def _(lib, x):
+    return module(lib, "RNN", 4, 6)(x)
+
+
+@case("rnn_dropout_eval_is_identity", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, num_layers=3, dropout=0.7).eval()
+    out, (hn, cn) = m(x)
+    return out, hn, cn
+
+
+@case("rnn_dropout_one_zeroes_between_layers", X)
+def _(lib, x):
+    # p=1 drops every value between layers: layer 2 sees zeros
+    m = module(lib, "RNN", 4, 6, num_layers=2, dropout=1.0)
+    m.train()
+    out, hn = m(x)
+    return out, hn
+
+
+@case("rnn_state_dict_keys", X)
+def _(lib, x):
+    got = []
+    for m in (module(lib, "LSTM", 4, 6, num_layers=2, bidirectional=True, proj_size=2),
+              module(lib, "GRU", 4, 6, bias=False), module(lib, "RNN", 4, 6)):  # fmt: skip
+        sd = m.state_dict()
+        got.append((list(sd), [tuple(v.shape) for v in sd.values()]))
+    return got
+
+
+ERRONEOUS = {
+    "nonlinearity": ("RNN", 4, 6, {"nonlinearity": "sigmoid"}),
+    "gru_proj_size": ("GRU", 4, 6, {"proj_size": 2}),
+    "proj_size_not_smaller": ("LSTM", 4, 6, {"proj_size": 6}),
+    "proj_size_negative": ("LSTM", 4, 6, {"proj_size": -1}),
+    "dropout_over_one": ("LSTM", 4, 6, {"dropout": 1.5}),
+    "hidden_size_zero": ("RNN", 4, 0, {}),
+    "num_layers_zero": ("RNN", 4, 6, {"num_layers": 0}),
+    "num_layers_float": ("RNN", 4, 6, {"num_layers": 1.5}),
+    "hidden_size_float": ("RNN", 4, 6.0, {}),
+}
+for _name, (_cls, *_args, _kwargs) in ERRONEOUS.items():
+
+    @case(f"rnn_constructor_refuses_{_name}", X)
+    def _(lib, x, cls=_cls, args=_args, kwargs=_kwargs):
+        return getattr(lib.nn, cls)(*args, **kwargs)
+
+
+@case("rnn_flatten_parameters_and_repr", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, num_layers=2, proj_size=2, batch_first=True, dropout=0.5)
+    m.flatten_parameters()
+    return repr(m), repr(module(lib, "RNN", 4, 6, nonlinearity="relu", bias=False))
+
+
+# -- cells -----------------------------------------------------------------------------------
+
+
+@case("cells_values_and_grads", Leaf.of(XC), Leaf.of(HC), Leaf.of(HC * 0.5))
+def _(lib, x, h, c):
+    got = []
+    for name, state in (("RNNCell", h), ("LSTMCell", (h, c)), ("GRUCell", h)):
+        out = module(lib, name, 4, 6)(x, state)
+        outs = out if isinstance(out, tuple) else (out,)
+        got += [out, grads(lib, outs, x, h, c) if name == "LSTMCell" else grads(lib, outs, x, h)]
+    return got
+
+
+@case("cells_hx_none_and_unbatched", Leaf.of(XC[0]), Leaf.of(HC[0]))
+def _(lib, x, h):
+    got = []
+    for name in ("RNNCell", "LSTMCell", "GRUCell"):
+        m = module(lib, name, 4, 6)
+        got.append(m(x))
+        got.append(m(x[None]))
+        state = (h, h) if name == "LSTMCell" else h
+        got.append(m(x, state))
+    got.append(grads(lib, [t for g in got for t in (g if isinstance(g, tuple) else (g,))], x, h))
+    return got
+
+
+@case("rnn_cell_relu_bias_false", Leaf.of(XC), Leaf.of(HC))
+def _(lib, x, h):
+    m = module(lib, "RNNCell", 4, 6, nonlinearity="relu", bias=False)
+    out = m(x, h)
+    return out, grads(lib, (out,), x, h), list(m.state_dict()), m.bias_ih is None
+
+
+@case("cells_float64", Leaf.of(XC.astype(f64)))
+def _(lib, x):
+    out = [module(lib, n, 4, 6, dtype=lib.float64)(x) for n in ("RNNCell", "LSTMCell", "GRUCell")]
+    return out, grads(lib, (out[0], *out[1], out[2]), x)
+
+
+@case("cell_input_size_mismatch", XC[:, :3])
+def _(lib, x):
+    return module(lib, "GRUCell", 4, 6)(x)
+
+
+@case("cell_hidden_batch_mismatch", XC, HC[:2])
+def _(lib, x, h):
+    return module(lib, "RNNCell", 4, 6)(x, h)
+
+
+@case("cell_hidden_size_mismatch", XC, HC[:, :5])
+def _(lib, x, h):
+    return module(lib, "LSTMCell", 4, 6)(x, (h, h))
+
+
+@case("cell_3d_input_refused", X)
+def _(lib, x):
+    return module(lib, "GRUCell", 4, 6)(x)
+
+
+@case("cell_unbatched_with_2d_state_refused", XC[0], HC)
+def _(lib, x, h):
+    return module(lib, "RNNCell", 4, 6)(x, h)
+
+
+@case("cell_bad_nonlinearity", XC)
+def _(lib, x):
+    # built, refused when run (RuntimeError)
+    return lib.nn.RNNCell(4, 6, nonlinearity="gelu")(x)
+
+
+@case("cell_repr_and_state_dict", XC)
+def _(lib, x):
+    ms = [module(lib, "RNNCell", 4, 6, nonlinearity="relu"), module(lib, "LSTMCell", 4, 6),
+          module(lib, "GRUCell", 4, 6, bias=False)]  # fmt: skip
+    return [(repr(m), list(m.state_dict())) for m in ms]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", SCENARIOS.names())
+def test_matches_torch(torch, name, mode):
+    SCENARIOS.check(torch, name, mode)

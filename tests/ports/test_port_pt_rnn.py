@@ -11,10 +11,8 @@ and kiln's twin loads torch's initial weights (through NumPy), so values compare
 
 import numpy as np
 import pytest
-from port_common import to_numpy
 from pt_oracle import MODES, Leaf, Scenarios
-
-import kiln as kn
+from pt_rnn_common import grads, module, param_grads
 
 f32, f64 = np.float32, np.float64
 RNG = np.random.default_rng(0)
@@ -28,32 +26,6 @@ PAD = RNG.standard_normal((4, 3, 2)).astype(f32)  # padded (T, B, *)
 
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
-
-
-def module(lib, name, *args, **kwargs):
-    """torch's `nn.<name>(*args, **kwargs)` under seed 0; on kiln its twin with torch's
-    initial weights."""
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    dtype = kwargs.get("dtype")
-    made = getattr(torch.nn, name)(*args, **{**kwargs, "dtype": dtype and torch.float64})
-    if lib is torch:
-        return made
-    twin = getattr(kn.nn, name)(*args, **kwargs)
-    twin.load_state_dict({k: kn.tensor(to_numpy(v).copy()) for k, v in made.state_dict().items()})
-    return twin
-
-
-def grads(lib, outputs, *wrt):
-    """d(sum of every output's sum)/d wrt."""
-    total = sum(o.sum() for o in outputs)
-    return lib.autograd.grad(total, wrt)
-
-
-def param_grads(lib, m, outputs):
-    total = sum(o.sum() for o in outputs)
-    total.backward()
-    return [p.grad for p in m.parameters()]
 
 
 # -- RNN, LSTM, GRU layers -------------------------------------------------------------------

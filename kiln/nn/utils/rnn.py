@@ -28,7 +28,7 @@ import numpy as np
 from ... import frontend as F
 from ...eager import Tensor
 from ...eager.factories import tensor as _tensor
-from ...errors import ArgumentError, ArgumentTypeError, UsageError
+from ...errors import ArgumentError, ArgumentTypeError, ShapeError, UsageError
 from ...graph.core import Symbol
 from ...ops.core import scalar
 
@@ -43,15 +43,35 @@ __all__ = [
 ]
 
 
-class PackedSequence(NamedTuple):
-    """`(data, batch_sizes, sorted_indices, unsorted_indices)`: the packed steps, the number
-    of sequences at each step (int64), and the permutation that sorted the batch by
-    decreasing length and its inverse (None when the batch came sorted)."""
-
+class _PackedFields(NamedTuple):
     data: object
     batch_sizes: object = None
     sorted_indices: object = None
     unsorted_indices: object = None
+
+
+class PackedSequence(_PackedFields):
+    """`(data, batch_sizes, sorted_indices, unsorted_indices)`: the packed steps, the number
+    of sequences at each step (int64), and the permutation that sorted the batch by
+    decreasing length and its inverse (None when the batch came sorted). Given only
+    `sorted_indices`, the inverse is computed, as PyTorch does; `PackedSequence((data,
+    batch_sizes))` is `PackedSequence(data, batch_sizes)`.
+
+    >>> import kiln as kn
+    >>> p = PackedSequence(kn.ones(3, 1), kn.tensor([2, 1]), kn.tensor([1, 0]))
+    >>> p.unsorted_indices.tolist()
+    [1, 0]
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None and sorted_indices is not None:
+            order = _concrete(sorted_indices, "PackedSequence: sorted_indices")
+            unsorted_indices = _as_index(np.argsort(order, kind="stable"))
+        if batch_sizes is None and isinstance(data, (list, tuple)) and len(data) == 2:
+            data, batch_sizes = data
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
         """`data.to(...)` (dtype or device); the indices follow a device change."""
@@ -66,18 +86,48 @@ class PackedSequence(NamedTuple):
         return self._replace(data=data, sorted_indices=move(self.sorted_indices),
                              unsorted_indices=move(self.unsorted_indices))  # fmt: skip
 
+    def _cast(self, name: str) -> PackedSequence:
+        return self._replace(data=getattr(self.data, name)())
+
     def float(self) -> PackedSequence:  # noqa: A003 -- PyTorch's name
-        return self._replace(data=self.data.float())
+        return self._cast("float")
 
     def double(self) -> PackedSequence:
-        return self._replace(data=self.data.double())
+        return self._cast("double")
 
     def half(self) -> PackedSequence:
-        return self._replace(data=self.data.half())
+        return self._cast("half")
+
+    def long(self) -> PackedSequence:
+        return self._cast("long")
+
+    def int(self) -> PackedSequence:  # noqa: A003 -- PyTorch's name
+        return self._cast("int")
+
+    def short(self) -> PackedSequence:
+        return self._cast("short")
+
+    def char(self) -> PackedSequence:
+        return self._cast("char")
+
+    def byte(self) -> PackedSequence:
+        return self._cast("byte")
+
+    def cpu(self, *args, **kwargs) -> PackedSequence:
+        """The sequence on the CPU (`to("cpu")`)."""
+        return self.to("cpu")
+
+    def cuda(self, *args, **kwargs) -> PackedSequence:
+        return self.to("cuda")
 
     @property
     def is_cuda(self) -> bool:
         return bool(getattr(self.data, "is_cuda", False))
+
+    def is_pinned(self) -> bool:
+        """Whether `data` is in pinned memory (never, in kiln)."""
+        pinned = getattr(self.data, "is_pinned", None)
+        return bool(pinned()) if callable(pinned) else False
 
 
 def _concrete(values, what: str) -> np.ndarray:
@@ -141,7 +191,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,  # noqa: A00
     lengths = _concrete(lengths, "pack_padded_sequence: lengths")
     batch_dim = 0 if batch_first else 1
     if lengths.ndim != 1 or len(lengths) != input.shape[batch_dim]:
-        raise ArgumentError(
+        raise ShapeError(
             f"pack_padded_sequence: expected one length per sequence ({input.shape[batch_dim]}"
             f"), got lengths of shape {tuple(lengths.shape)}"
         )
@@ -217,7 +267,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     [[1, 2], [3, 0]]
     """
     if padding_side not in ("left", "right"):
-        raise ArgumentError(
+        raise UsageError(
             f"Expected padding_side to be one of left or right, but got {padding_side}."
         )
     sequences = list(sequences)

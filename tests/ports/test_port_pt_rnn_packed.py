@@ -80,6 +80,39 @@ def _(lib, x):
     return fields(utils(lib).pack_padded_sequence(x, [3, 3, 2], enforce_sorted=False))
 
 
+@case("pack_padded_2d_input_unsorted_refused", PAD[:3, :, 0])
+def _(lib, x):
+    return utils(lib).pack_padded_sequence(x, [1, 3, 2])
+
+
+@case("pack_padded_2d_input", Leaf.of(PAD[:3, :, 0]))
+def _(lib, x):
+    u = utils(lib)
+    p = u.pack_padded_sequence(x, [1, 3, 2], enforce_sorted=False)
+    return fields(p), u.pad_packed_sequence(p, batch_first=True), grads(lib, (p.data,), x)
+
+
+@case("pack_padded_empty_input", PAD[:0, :0, 0])
+def _(lib, x):
+    return utils(lib).pack_padded_sequence(x, [])
+
+
+@case("pack_padded_empty_batch_first", np.zeros((0, 1, 10), f32))
+def _(lib, x):
+    return utils(lib).pack_padded_sequence(x, lib.ones(11, 14, 14, 2), True)
+
+
+@case("pack_padded_float_lengths", Leaf.of(PAD))
+def _(lib, x):
+    u = utils(lib)
+    return fields(u.pack_padded_sequence(x, lib.tensor([3.7, 4.0, 1.2]), enforce_sorted=False))
+
+
+@case("pack_padded_sorted_unenforced_has_identity_indices", PAD)
+def _(lib, x):
+    return fields(utils(lib).pack_padded_sequence(x, [4, 2, 2], enforce_sorted=False))
+
+
 # -- pad_packed_sequence ----------------------------------------------------------------------
 
 
@@ -102,6 +135,33 @@ def _(lib, x):
 def _(lib, x):
     u = utils(lib)
     return u.pad_packed_sequence(u.pack_padded_sequence(x, [4, 2, 1]), padding_value=7)
+
+
+@case("pad_packed_total_length_negative_or_zero", PAD)
+def _(lib, x):
+    u = utils(lib)
+    p = u.pack_padded_sequence(x, [4, 2, 1])
+    got = []
+    for total in (-1, 0):
+        try:
+            u.pad_packed_sequence(p, batch_first=True, total_length=total)
+        except ValueError:
+            got.append("ValueError")
+    return got
+
+
+@case("pad_packed_casts_of_integer_sequences", PAD.astype(np.int32))
+def _(lib, x):
+    u = utils(lib)
+    p = u.pack_padded_sequence(x, [2, 4, 1], enforce_sorted=False)
+    names = ("double", "float", "long", "int", "short", "char", "byte")
+    return [u.pad_packed_sequence(getattr(p, n)()) for n in names]
+
+
+@case("packed_to_same_dtype_and_device_is_itself", PAD.astype(np.int32))
+def _(lib, x):
+    p = utils(lib).pack_padded_sequence(x, [2, 4, 1], enforce_sorted=False)
+    return p.to("cpu", dtype=lib.int32) is p, p.cpu() is p, fields(p.to(dtype=lib.int64))
 
 
 # -- pack_sequence, pad_sequence, unpad_sequence, unpack_sequence -----------------------------
@@ -139,6 +199,42 @@ def _(lib, x):
     return u.pad_sequence([x[0], x[1, :1]], padding_value=2), u.pad_sequence(
         [x[0] > 0, x[1, :2] > 0]
     )
+
+
+@case("pad_sequence_of_a_non_iterable", SEQ)
+def _(lib, x):
+    return utils(lib).pad_sequence(5)
+
+
+@case("pad_sequence_of_a_tuple_and_a_3d_tensor", SEQ[:2, :2])
+def _(lib, x):
+    u = utils(lib)
+    return u.pad_sequence((x[None, 0], x[None, 1])), u.pad_sequence(x[:, None])
+
+
+@case("pad_sequence_of_an_empty_list", SEQ)
+def _(lib, x):
+    return utils(lib).pad_sequence([])
+
+
+@case("pack_sequence_of_an_empty_list", SEQ)
+def _(lib, x):
+    return utils(lib).pack_sequence([])
+
+
+@case("pad_sequence_of_0d_tensors", SEQ)
+def _(lib, x):
+    return utils(lib).pad_sequence([x[0, 0], x[1, 1]])
+
+
+@case("pad_sequence_mixed_dtypes_takes_the_first", Leaf.of(SEQ))
+def _(lib, x):
+    # the result has the first sequence's dtype (torch copies the others into it)
+    u = utils(lib)
+    a = u.pad_sequence([x[:2], x[2:].double()])
+    b = u.pad_sequence([x[:2].double(), x[2:]], batch_first=True, padding_side="left")
+    c = u.pad_sequence([(x[:2] * 10).long(), x[2:]])
+    return a, b, c, grads(lib, (a, b), x)
 
 
 @case("pack_sequence_sorted_and_not", Leaf.of(SEQ))

@@ -188,6 +188,9 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,  # noqa: A00
     >>> p.batch_sizes.tolist(), p.sorted_indices.tolist(), p.unsorted_indices.tolist()
     ([2, 2, 1], [1, 0], [1, 0])
     """
+    if any(n == 0 for n in input.shape):
+        raise UsageError(f"pack_padded_sequence: Cannot pack empty tensors (input of shape "
+                         f"{tuple(input.shape)}).")  # fmt: skip
     lengths = _concrete(lengths, "pack_padded_sequence: lengths")
     batch_dim = 0 if batch_first else 1
     if lengths.ndim != 1 or len(lengths) != input.shape[batch_dim]:
@@ -270,12 +273,22 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
         raise UsageError(
             f"Expected padding_side to be one of left or right, but got {padding_side}."
         )
-    sequences = list(sequences)
+    try:
+        sequences = list(sequences)
+    except TypeError:
+        raise UsageError("pad_sequence: Expected iterable for input sequences, but got arg of "
+                         f"type: {type(sequences)}") from None  # fmt: skip
     if not sequences:
-        raise ArgumentError("pad_sequence: received an empty list of sequences")
+        raise UsageError("pad_sequence: received an empty list of sequences")
+    if any(s.ndim == 0 for s in sequences):
+        raise ShapeError("pad_sequence: expected sequences of at least 1 dim (L_i, *), got a "
+                         "0-d tensor")  # fmt: skip
     longest = max(int(s.shape[0]) for s in sequences)
+    dtype = sequences[0].dtype  # as PyTorch: the others are copied into the first's dtype
     rows = []
     for s in sequences:
+        if s.dtype != dtype:
+            s = F.cast(s, dtype)
         short = longest - int(s.shape[0])
         if short:
             pad = F.broadcast_to(scalar(padding_value, s), (short, *tuple(s.shape[1:])))

@@ -536,7 +536,7 @@ class RNNCellBase(Module):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
-        bound = 1.0 / math.sqrt(hidden_size)
+        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0  # (0: no weights)
         draw = init.uniform(-bound, bound)
         gates = num_chunks * hidden_size
         self.weight_ih = Parameter(draw((gates, input_size), dtype))

@@ -211,6 +211,69 @@ def _(lib, x):
     return repr(m), repr(module(lib, "RNN", 4, 6, nonlinearity="relu", bias=False))
 
 
+@case("rnn_zero_batch", Leaf.of(np.zeros((5, 0, 4), f32)))
+def _(lib, x):
+    got = []
+    for name in ("RNN", "LSTM", "GRU"):
+        out, state = module(lib, name, 4, 6)(x)
+        got += [out, state]
+    outs = [got[0], got[2], got[3][0], got[4]]
+    return got, grads(lib, outs, x)
+
+
+@case("rnn_nonlinearity_attribute_and_positional", X)
+def _(lib, x):
+    nn = lib.nn
+    a, b, c = nn.RNN(4, 6), nn.RNN(4, 6, nonlinearity="relu"), nn.RNN(4, 6, 2, "relu")
+    return a.nonlinearity, b.nonlinearity, c.nonlinearity, c.num_layers, repr(c)
+
+
+@case("rnn_dropout_attribute_changed_after_construction", X)
+def _(lib, x):
+    # p changed to 0 (and to 1 in training): the next call uses it
+    m = module(lib, "GRU", 4, 6, num_layers=2, dropout=0.3)
+    m.dropout = 0.0
+    out0, h0 = m(x)
+    m.dropout = 1.0
+    out1, h1 = m(x)
+    return out0, h0, out1, h1
+
+
+@case("rnn_initial_zero_state_is_no_state", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, num_layers=2, bidirectional=True, proj_size=3)
+    z = lib.zeros(4, 3, 3), lib.zeros(4, 3, 6)
+    return m(x), m(x, z)
+
+
+@case("rnn_backward_twice_retaining_the_graph", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6)
+    out, (h, c) = m(x)
+    total = out.sum() + h.sum() + c.sum()
+    total.backward(retain_graph=True)
+    first = [p.grad.clone() for p in m.parameters()]
+    total.backward()
+    return first, [p.grad for p in m.parameters()]
+
+
+@case("lstm_proj_wrong_cell_state_size", X, H[:, :, :2], C[:, :, :2])
+def _(lib, x, h, c):
+    # c must be (1, N, hidden_size) even with proj_size
+    return module(lib, "LSTM", 4, 6, proj_size=2)(x, (h, c))
+
+
+@case("rnn_hidden_size_mismatch", X, H[:, :, :5])
+def _(lib, x, h):
+    return module(lib, "GRU", 4, 6)(x, h)
+
+
+@case("rnn_parameters_order_and_named", X)
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, num_layers=2, bidirectional=True, proj_size=2, bias=False)
+    return [(n, tuple(p.shape)) for n, p in m.named_parameters()]
+
+
 # -- cells -----------------------------------------------------------------------------------
 
 
@@ -248,6 +311,24 @@ def _(lib, x, h):
 def _(lib, x):
     out = [module(lib, n, 4, 6, dtype=lib.float64)(x) for n in ("RNNCell", "LSTMCell", "GRUCell")]
     return out, grads(lib, (out[0], *out[1], out[2]), x)
+
+
+@case("cells_zero_hidden_size", Leaf.of(XC))
+def _(lib, x):
+    got = []
+    for name in ("RNNCell", "LSTMCell", "GRUCell"):
+        got.append(lib.nn.__dict__[name](4, 0)(x))
+    return got
+
+
+@case("cells_bias_false_grads", Leaf.of(XC), Leaf.of(HC))
+def _(lib, x, h):
+    got = []
+    for name in ("LSTMCell", "GRUCell"):
+        m = module(lib, name, 4, 6, bias=False)
+        out = m(x, (h, h) if name == "LSTMCell" else h)
+        got += [out, grads(lib, out if isinstance(out, tuple) else (out,), x, h)]
+    return got
 
 
 @case("cell_input_size_mismatch", XC[:, :3])

@@ -86,6 +86,9 @@ def _flat_rnn(mode, input, states, params, has_biases, num_layers, dropout, trai
         raise ArgumentTypeError(f"{mode.lower()}: the packed-sequence form (data, batch_sizes, "
                                 "...) is not supported; pass a padded input")  # fmt: skip
     per = 4 if has_biases else 2
+    # an LSTM whose h is narrower than its c has projections: w_hr after each group
+    proj = mode == "LSTM" and states[0].shape[-1] != states[1].shape[-1]
+    per += proj
     directions = 2 if bidirectional else 1
     params = list(params)
     if len(params) != per * directions * num_layers:
@@ -103,10 +106,16 @@ def _flat_rnn(mode, input, states, params, has_biases, num_layers, dropout, trai
         for d in range(directions):
             k = layer * directions + d
             w_ih, w_hh, *biases = params[k * per : (k + 1) * per]
+            w_hr = biases.pop() if proj else None
             b_ih, b_hh = biases if biases else (None, None)
             xw = K.matmul(x, K.t(w_ih))
             xw = xw if b_ih is None else xw + b_ih
             w_hh_t, cell = K.t(w_hh), _CELLS[mode]
+            if proj:
+
+                def cell(x_t, state, w_hh_t, b_hh, base=cell, w_hr_t=K.t(w_hr)):
+                    h, c = base(x_t, state, w_hh_t, b_hh)
+                    return K.matmul(h, w_hr_t), c
 
             def step(state, x_t, cell=cell, w_hh_t=w_hh_t, b_hh=b_hh):
                 new = cell(x_t, state, w_hh_t, b_hh)
@@ -130,7 +139,8 @@ def lstm(input, hx, params, has_biases: bool, num_layers: int, dropout: float, t
          bidirectional: bool, batch_first: bool):  # fmt: skip
     """`torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first)`: an LSTM over PyTorch's flat weights (`nn.LSTM`'s `_flat_weights`), `hx =
-    (h_0, c_0)` of shape (layers * directions, N, H); returns `(output, h_n, c_n)`.
+    (h_0, c_0)` of shape (layers * directions, N, H); returns `(output, h_n, c_n)`. An h_0
+    narrower than c_0 (proj_size) means each group of weights ends with its `weight_hr`.
 
     >>> import kiln as kn
     >>> h0 = kn.zeros(1, 2, 3)

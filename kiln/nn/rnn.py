@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DTypeMismatchError, ShapeError
 from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
@@ -139,6 +139,7 @@ class RNNBase(Module):
         """(output, final states): `states` is one (layers * directions, N, H) value per state
         (h; LSTM: h and c), or None for zeros. A PackedSequence input gives a PackedSequence
         output and each sequence's own final states (in the batch's original order)."""
+        self._check_dtypes(input.data if isinstance(input, PackedSequence) else input, states)
         if isinstance(input, PackedSequence):
             return self._run_packed(input, states)
         batched = input.ndim == 3
@@ -202,6 +203,28 @@ class RNNBase(Module):
         out = PackedSequence(pack_steps(x, sizes), batch_sizes, sorted_indices,
                              unsorted_indices)  # fmt: skip
         return out, finals
+
+    def _check_dtypes(self, input, states) -> None:  # noqa: A002
+        """PyTorch's checks (outside autocast): the input has the weights' dtype (else
+        ValueError), each initial state the input's (else a RuntimeError); kiln would
+        otherwise promote."""
+        from ..frontend.autocast import _state
+
+        if _state.enabled:
+            return
+        weight = self._flat_weights[0].dtype
+        if input.dtype != weight:
+            raise ArgumentError(
+                f"{type(self).__name__}: RNN input dtype ({input.dtype}) does not match weight "
+                f"dtype ({weight}). Convert input: input.to({weight}), or convert model: "
+                f"model.to({input.dtype})"
+            )
+        for k, state in enumerate(states or ()):
+            if state.dtype != input.dtype:
+                raise DTypeMismatchError(
+                    f"{type(self).__name__}: expected hidden[{k}] of the input's dtype "
+                    f"{input.dtype}, got {state.dtype}"
+                )
 
     def _check_sizes(self, features, batch, states) -> None:
         """PyTorch's checks of the input's feature size and of each initial state's shape

@@ -274,6 +274,46 @@ def _(lib, x):
     return [(n, tuple(p.shape)) for n, p in m.named_parameters()]
 
 
+@case("rnn_float64_input_to_float32_module", X.astype(f64))
+def _(lib, x):
+    return module(lib, "GRU", 4, 6)(x)
+
+
+@case("rnn_float64_state_to_float32_module", X, H.astype(f64))
+def _(lib, x, h):
+    return module(lib, "RNN", 4, 6)(x, h)
+
+
+@case("lstm_float64_cell_state_to_float32_module", X, H, C.astype(f64))
+def _(lib, x, h, c):
+    return module(lib, "LSTM", 4, 6)(x, (h, c))
+
+
+@case("rnn_integer_input_refused", (X * 10).astype(np.int64))
+def _(lib, x):
+    return module(lib, "RNN", 4, 6)(x)
+
+
+@case("cell_float64_input_to_float32_cell", XC.astype(f64))
+def _(lib, x):
+    return module(lib, "LSTMCell", 4, 6)(x)
+
+
+@case("lstm_functional_flat_weights_with_projection", Leaf.of(X), Leaf.of(H[:, :, :2]), Leaf.of(C))
+def _(lib, x, h, c):
+    m = module(lib, "LSTM", 4, 6, proj_size=2)
+    out, hn, cn = lib.lstm(x, (h, c), m._flat_weights, True, 1, 0.0, False, False, False)
+    return out, hn, cn, grads(lib, (out, hn, cn), x, h, c)
+
+
+@case("lstm_functional_projection_layers_directions_no_bias", Leaf.of(X))
+def _(lib, x):
+    m = module(lib, "LSTM", 4, 6, proj_size=3, num_layers=2, bidirectional=True, bias=False)
+    hc = lib.zeros(4, 3, 3), lib.zeros(4, 3, 6)
+    out, hn, cn = lib.lstm(x, hc, m._flat_weights, False, 2, 0.0, False, True, False)
+    return out, hn, cn, grads(lib, (out, hn, cn), x)
+
+
 # -- cells -----------------------------------------------------------------------------------
 
 

@@ -112,8 +112,9 @@ def _flat_rnn(mode, input, states, params, has_biases, num_layers, dropout, trai
             xw = xw if b_ih is None else xw + b_ih
             w_hh_t, cell = K.t(w_hh), _CELLS[mode]
             if proj:
+                w_hr_t = K.t(w_hr)
 
-                def cell(x_t, state, w_hh_t, b_hh, base=cell, w_hr_t=K.t(w_hr)):
+                def cell(x_t, state, w_hh_t, b_hh, base=cell, w_hr_t=w_hr_t):
                     h, c = base(x_t, state, w_hh_t, b_hh)
                     return K.matmul(h, w_hr_t), c
 

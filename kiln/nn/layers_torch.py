@@ -544,6 +544,22 @@ class RNNCellBase(Module):
         self.bias_ih = Parameter(draw((gates,), dtype)) if bias else None
         self.bias_hh = Parameter(draw((gates,), dtype)) if bias else None
 
+    def reset_parameters(self) -> None:
+        """Redraws the weights and biases from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+        in place, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> cell = kn.nn.LSTMCell(2, 4)
+        >>> cell.reset_parameters()
+        >>> bool(cell.weight_ih.abs().max() <= 0.5)
+        True
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            nn_init.uniform_(p, -bound, bound)
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:

@@ -115,6 +115,22 @@ class RNNBase(Module):
     def _flat_weights(self) -> list:
         return [getattr(self, name) for name in self._flat_weights_names]
 
+    def reset_parameters(self) -> None:
+        """Redraws every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) in
+        place, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> gru = kn.nn.GRU(2, 4)
+        >>> gru.reset_parameters()
+        >>> bool(gru.weight_hh_l0.abs().max() <= 0.5)
+        True
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            nn_init.uniform_(p, -bound, bound)
+
     def flatten_parameters(self) -> None:
         """PyTorch's call that packs the weights for cuDNN: kiln keeps them as they are, so
         there is nothing to do (as PyTorch on the CPU)."""

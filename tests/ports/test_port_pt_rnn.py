@@ -26,6 +26,7 @@ PAD = RNG.standard_normal((4, 3, 2)).astype(f32)  # padded (T, B, *)
 
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
+SCENARIOS.eager_only["reset_parameters_redraws_in_place"] = "reads values as Python bools"
 
 
 # -- RNN, LSTM, GRU layers -------------------------------------------------------------------
@@ -312,6 +313,22 @@ def _(lib, x):
     hc = lib.zeros(4, 3, 3), lib.zeros(4, 3, 6)
     out, hn, cn = lib.lstm(x, hc, m._flat_weights, False, 2, 0.0, False, True, False)
     return out, hn, cn, grads(lib, (out, hn, cn), x)
+
+
+@case("reset_parameters_redraws_in_place", X)
+def _(lib, x):
+    # torch's draws differ from kiln's: compared are the bound, the change, the identities
+    got = []
+    for name, args in (("LSTM", (4, 6, 2, True, False, 0.0, True, 3)), ("GRU", (4, 6)),
+                       ("RNNCell", (4, 6)), ("LSTMCell", (4, 6)),
+                       ("GRUCell", (4, 6, False))):  # fmt: skip
+        m = module(lib, name, *args)
+        before = [(p, p.detach().clone()) for p in m.parameters()]
+        m.reset_parameters()
+        after = list(m.parameters())
+        got.append([(p is q, bool((q.abs() <= 6**-0.5).all()), bool((q != old).any()), q.dtype)
+                    for (p, old), q in zip(before, after)])  # fmt: skip
+    return got
 
 
 # -- cells -----------------------------------------------------------------------------------

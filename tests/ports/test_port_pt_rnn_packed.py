@@ -279,7 +279,8 @@ def _(lib, x):
     ps = utils(lib).PackedSequence
     p = ps(x, lib.tensor([3, 2]), lib.tensor([1, 2, 0]))
     q = ps((x, lib.tensor([3, 2])))
-    return fields(p), p.is_pinned(), fields(q)
+    inverse = utils(lib).invert_permutation
+    return fields(p), p.is_pinned(), fields(q), inverse(lib.tensor([2, 0, 1])), inverse(None)
 
 
 @case("packed_sequence_is_a_tuple", SEQ)

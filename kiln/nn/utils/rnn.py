@@ -34,6 +34,7 @@ from ...ops.core import scalar
 
 __all__ = [
     "PackedSequence",
+    "invert_permutation",
     "pack_padded_sequence",
     "pack_sequence",
     "pad_packed_sequence",
@@ -67,8 +68,7 @@ class PackedSequence(_PackedFields):
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None and sorted_indices is not None:
-            order = _concrete(sorted_indices, "PackedSequence: sorted_indices")
-            unsorted_indices = _as_index(np.argsort(order, kind="stable"))
+            unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None and isinstance(data, (list, tuple)) and len(data) == 2:
             data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
@@ -120,6 +120,11 @@ class PackedSequence(_PackedFields):
     def cuda(self, *args, **kwargs) -> PackedSequence:
         return self.to("cuda")
 
+    def pin_memory(self) -> PackedSequence:
+        """The sequence with `data` in pinned memory (kiln's CPU memory: itself)."""
+        pin = getattr(self.data, "pin_memory", None)
+        return self._replace(data=pin()) if callable(pin) else self
+
     @property
     def is_cuda(self) -> bool:
         return bool(getattr(self.data, "is_cuda", False))
@@ -128,6 +133,19 @@ class PackedSequence(_PackedFields):
         """Whether `data` is in pinned memory (never, in kiln)."""
         pinned = getattr(self.data, "is_pinned", None)
         return bool(pinned()) if callable(pinned) else False
+
+
+def invert_permutation(permutation):
+    """The inverse of the permutation `permutation` (an int64 Tensor), None for None.
+
+    >>> import kiln as kn
+    >>> invert_permutation(kn.tensor([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    if permutation is None:
+        return None
+    order = _concrete(permutation, "invert_permutation: permutation")
+    return _as_index(np.argsort(order, kind="stable"))
 
 
 def _concrete(values, what: str) -> np.ndarray:

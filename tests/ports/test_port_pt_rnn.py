@@ -331,6 +331,35 @@ def _(lib, x):
     return got
 
 
+@case("functional_layers_batch_first_bidirectional", Leaf.of(X))
+def _(lib, x):
+    got = []
+    for name, fn in (("GRU", lib.gru), ("RNN", lib.rnn_tanh), ("RNN", lib.rnn_relu)):
+        m = module(lib, name, 4, 6, num_layers=2, bidirectional=True)
+        w = m._flat_weights
+        got.append(fn(x, lib.zeros(4, 5, 6), w, True, 2, 0.0, False, True, True))
+        got.append(fn(x, lib.zeros(4, 3, 6), w, True, 2, 0.0, False, True, False))
+    return got, grads(lib, [t for g in got for t in g], x)
+
+
+@case("functional_layers_on_packed_data", Leaf.of(X), Leaf.of(np.concatenate([H, C]) * 0.5))
+def _(lib, x, h):
+    # the packed form (data, batch_sizes, hx, params, ...): states in the sorted order
+    p = lib.nn.utils.rnn.pack_padded_sequence(x, [5, 3, 2])
+    m = module(lib, "GRU", 4, 6, num_layers=2)
+    out, hn = lib.gru(p.data, p.batch_sizes, h, m._flat_weights, True, 2, 0.0, False, False)
+    lstm = module(lib, "LSTM", 4, 6, bidirectional=True)
+    out2, h2, c2 = lib.lstm(p.data, p.batch_sizes, (h, h), lstm._flat_weights, True, 1, 0.0,
+                            False, True)  # fmt: skip
+    return out, hn, out2, h2, c2, grads(lib, (out, hn, out2, h2, c2), x, h)
+
+
+@case("functional_wrong_weight_count", X, H)
+def _(lib, x, h):
+    m = module(lib, "RNN", 4, 6)
+    return lib.rnn_tanh(x, h, m._flat_weights[:3], True, 1, 0.0, False, False, False)
+
+
 # -- cells -----------------------------------------------------------------------------------
 
 

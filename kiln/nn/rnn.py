@@ -220,6 +220,71 @@ class RNNBase(Module):
                              unsorted_indices)  # fmt: skip
         return out, finals
 
+    # -- PyTorch's checks, for subclasses that call them ---------------------------------
+
+    def check_input(self, input, batch_sizes) -> None:  # noqa: A002
+        """Raises (RuntimeError) unless `input` has 2 dims (packed data, `batch_sizes`
+        given) or 3 and `input_size` features.
+
+        >>> import kiln as kn
+        >>> kn.nn.GRU(3, 4).check_input(kn.zeros(5, 2, 3), None)
+        """
+        want = 2 if batch_sizes is not None else 3
+        if input.ndim != want:
+            raise ShapeError(f"input must have {want} dimensions, got {input.ndim}")
+        if input.shape[-1] != self.input_size:
+            raise ShapeError(f"input.size(-1) must be equal to input_size. Expected "
+                             f"{self.input_size}, got {input.shape[-1]}")  # fmt: skip
+
+    def get_expected_hidden_size(self, input, batch_sizes) -> tuple:  # noqa: A002
+        """(layers * directions, batch, proj_size or hidden_size) for `input`.
+
+        >>> import kiln as kn
+        >>> kn.nn.LSTM(3, 4, proj_size=2).get_expected_hidden_size(kn.zeros(5, 2, 3), None)
+        (1, 2, 2)
+        """
+        if batch_sizes is not None:
+            batch = int(batch_sizes[0])
+        else:
+            batch = input.shape[0] if self.batch_first else input.shape[1]
+        return (self.num_layers * self._directions, batch, self.proj_size or self.hidden_size)
+
+    def check_hidden_size(self, hx, expected_hidden_size,
+                          msg: str = "Expected hidden size {}, got {}") -> None:  # fmt: skip
+        """Raises (RuntimeError) unless `hx` has the shape `expected_hidden_size`."""
+        if tuple(hx.shape) != tuple(expected_hidden_size):
+            raise ShapeError(msg.format(expected_hidden_size, list(hx.shape)))
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:  # noqa: A002
+        """`check_input` and `check_hidden_size` (LSTM: of h and of c)."""
+        self.check_input(input, batch_sizes)
+        expected = self.get_expected_hidden_size(input, batch_sizes)
+        if self.mode != "LSTM":
+            self.check_hidden_size(hidden, expected)
+            return
+        self.check_hidden_size(hidden[0], expected, "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")  # fmt: skip
+
+    def get_expected_cell_size(self, input, batch_sizes) -> tuple:  # noqa: A002
+        """An LSTM's (layers * directions, batch, hidden_size) for `input`."""
+        *head, _ = self.get_expected_hidden_size(input, batch_sizes)
+        return (*head, self.hidden_size)
+
+    def permute_hidden(self, hx, permutation):
+        """`hx` (LSTM: both states) with its batch (dim 1) in the order `permutation`
+        (None: as it is).
+
+        >>> import kiln as kn
+        >>> kn.nn.RNN(1, 1).permute_hidden(kn.tensor([[[1.0], [2.0]]]), kn.tensor([1, 0])).tolist()
+        [[[2.0], [1.0]]]
+        """
+        if permutation is None:
+            return hx
+        if self.mode == "LSTM":
+            return tuple(F.index_select(h, 1, permutation) for h in hx)
+        return F.index_select(hx, 1, permutation)
+
     def _check_dtypes(self, input, states) -> None:  # noqa: A002
         """PyTorch's checks (outside autocast): the input has the weights' dtype (else
         ValueError), each initial state the input's (else a RuntimeError); kiln would

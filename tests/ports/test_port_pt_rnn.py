@@ -360,6 +360,27 @@ def _(lib, x, h):
     return lib.rnn_tanh(x, h, m._flat_weights[:3], True, 1, 0.0, False, False, False)
 
 
+@case("rnn_check_methods_for_subclasses", X, H, C)
+def _(lib, x, h, c):
+    lstm = module(lib, "LSTM", 4, 6, proj_size=2, batch_first=True)
+    gru = module(lib, "GRU", 4, 6)
+    lstm.check_input(x, None)
+    gru.check_forward_args(x, h, None)
+    got = [lstm.get_expected_hidden_size(x, None), lstm.get_expected_cell_size(x, None),
+           gru.get_expected_hidden_size(x[0], lib.tensor([3, 1])),
+           gru.permute_hidden(h, lib.tensor([2, 0, 1])),
+           lstm.permute_hidden((h, c), lib.tensor([1, 2, 0])),
+           gru.permute_hidden(h, None)]  # fmt: skip
+    for bad in (lambda: gru.check_input(x[0], None), lambda: gru.check_input(x[..., :3], None),
+                lambda: gru.check_hidden_size(h, (2, 3, 6)),
+                lambda: lstm.check_forward_args(x, (h[:, :, :2], h), None)):  # fmt: skip
+        try:
+            bad()
+        except RuntimeError:
+            got.append("RuntimeError")
+    return got
+
+
 # -- cells -----------------------------------------------------------------------------------
 
 

@@ -27,6 +27,10 @@ PAD = RNG.standard_normal((4, 3, 2)).astype(f32)  # padded (T, B, *)
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
 SCENARIOS.eager_only["reset_parameters_redraws_in_place"] = "reads values as Python bools"
+SCENARIOS.eager_only["rnn_dropout_between_layers_only_in_training"] = "reads a Python bool"
+SCENARIOS.eager_only["rnn_weight_norm_and_parametrizations"] = (
+    "weight_norm reads the weight's values when set up, here inside the compiled function"
+)
 
 
 # -- RNN, LSTM, GRU layers -------------------------------------------------------------------
@@ -379,6 +383,28 @@ def _(lib, x, h, c):
         except RuntimeError:
             got.append("RuntimeError")
     return got
+
+
+@case("rnn_weight_norm_and_parametrizations", Leaf.of(X))
+def _(lib, x):
+    utils = lib.nn.utils
+    m = utils.weight_norm(module(lib, "LSTM", 4, 6), "weight_hh_l0")
+    out, (h, c) = m(x)
+    g = module(lib, "GRU", 4, 6)
+    utils.parametrizations.weight_norm(g, "weight_ih_l0")
+    out2, h2 = g(x)
+    names = sorted(n for n, _ in m.named_parameters())
+    return out, h, c, out2, h2, names, grads(lib, (out, h, c, out2), x)
+
+
+@case("rnn_dropout_between_layers_only_in_training", X)
+def _(lib, x):
+    m = module(lib, "RNN", 4, 6, num_layers=2, dropout=0.5)
+    train_out, _ = m(x)
+    m.eval()
+    eval_out, _ = m(x)
+    # values are random in training; compared: that training differs and eval is deterministic
+    return bool((train_out != eval_out).any()), tuple(train_out.shape), m(x)[0]
 
 
 # -- cells -----------------------------------------------------------------------------------

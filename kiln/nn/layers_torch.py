@@ -639,6 +639,8 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and len(hx) != 2:
+            raise UsageError(f"LSTMCell: lstm_cell expects two hidden states (h, c), got {len(hx)}")
         return self._step(input, None if hx is None else tuple(hx))
 
 

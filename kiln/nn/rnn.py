@@ -176,6 +176,9 @@ class RNNBase(Module):
                         )
                 states = [F.unsqueeze(s, 1) for s in states]
         x = input if batched else F.unsqueeze(input, 1)
+        if x.shape[1 if batched and self.batch_first else 0] == 0:
+            raise ShapeError(f"{type(self).__name__}: Expected sequence length to be larger "
+                             f"than 0 in RNN, got input of shape {tuple(input.shape)}")  # fmt: skip
         if batched and self.batch_first:
             self._check_sizes(x.shape[-1], x.shape[0], states)
         else:

@@ -407,6 +407,16 @@ def _(lib, x):
     return bool((train_out != eval_out).any()), tuple(train_out.shape), m(x)[0]
 
 
+@case("rnn_empty_sequence_refused", X[:0])
+def _(lib, x):
+    return module(lib, "GRU", 4, 6)(x)
+
+
+@case("rnn_empty_sequence_batch_first_refused", X[:, :0])
+def _(lib, x):
+    return module(lib, "LSTM", 4, 6, batch_first=True)(x)
+
+
 # -- cells -----------------------------------------------------------------------------------
 
 
@@ -462,6 +472,16 @@ def _(lib, x, h):
         out = m(x, (h, h) if name == "LSTMCell" else h)
         got += [out, grads(lib, out if isinstance(out, tuple) else (out,), x, h)]
     return got
+
+
+@case("lstm_cell_one_state_refused", XC, HC)
+def _(lib, x, h):
+    return module(lib, "LSTMCell", 4, 6)(x, (h,))
+
+
+@case("cell_state_dtype_differs", XC, HC.astype(f64))
+def _(lib, x, h):
+    return module(lib, "RNNCell", 4, 6)(x, h)
 
 
 @case("cell_input_size_mismatch", XC[:, :3])

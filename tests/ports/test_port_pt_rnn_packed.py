@@ -237,6 +237,17 @@ def _(lib, x):
     return a, b, c, grads(lib, (a, b), x)
 
 
+@case("pad_values_cast_to_the_sequences_dtype", SEQ)
+def _(lib, x):
+    # an int sequence padded with 1.5 gets 1, a packed one with 2.7 gets 2; bools pad True
+    u = utils(lib)
+    ints = [lib.tensor([1, 2]), lib.tensor([3])]
+    return (u.pad_sequence(ints, padding_value=1.5),
+            u.pad_sequence([x[0] > 0, x[1, :1] > 0], padding_value=True),
+            u.pad_packed_sequence(u.pack_sequence(ints), padding_value=2.7),
+            u.pack_padded_sequence(x[:3], (3.0, 2.0, 2.0)).batch_sizes)  # fmt: skip
+
+
 @case("pack_sequence_sorted_and_not", Leaf.of(SEQ))
 def _(lib, x):
     u = utils(lib)
@@ -326,6 +337,15 @@ def _(lib, x):
     out, (hn, cn) = m(p)
     padded = u.pad_packed_sequence(out, batch_first=True)
     return padded, hn, cn, grads(lib, (padded[0], hn, cn), x)
+
+
+@case("packed_lstm_proj_bidirectional_given_states", Leaf.of(X), Leaf.of(H[:, :, :3]), Leaf.of(H))
+def _(lib, x, h, c):
+    u = utils(lib)
+    m = module(lib, "LSTM", 4, 6, proj_size=3, bidirectional=True)
+    p = u.pack_padded_sequence(x, LENGTHS, enforce_sorted=False)
+    out, (hn, cn) = m(p, (h, c))
+    return fields(out), hn, cn, grads(lib, (out.data, hn, cn), x, h, c)
 
 
 @case("packed_sorted_input_gru", Leaf.of(X))

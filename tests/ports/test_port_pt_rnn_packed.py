@@ -366,3 +366,38 @@ def _(lib, x, h):
 @pytest.mark.parametrize("name", SCENARIOS.names())
 def test_matches_torch(torch, name, mode):
     SCENARIOS.check(torch, name, mode)
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_compiled_module_on_packed_input_and_its_parameter_grads(torch, name):
+    """A module built outside `kn.compile`, run compiled on a PackedSequence made inside:
+    the padded outputs, final states and every parameter's gradient are torch's."""
+    from port_common import to_numpy
+
+    import kiln as kn
+
+    kwargs = {"num_layers": 2, "bidirectional": True}
+    tm, km = module(torch, name, 4, 6, **kwargs), module(kn, name, 4, 6, **kwargs)
+
+    def run(lib, m, x):
+        u = lib.nn.utils.rnn
+        out, state = m(u.pack_padded_sequence(x, [3, 5, 2], enforce_sorted=False))
+        padded, _ = u.pad_packed_sequence(out, batch_first=True)
+        states = state if isinstance(state, tuple) else (state,)
+        return padded, *states
+
+    want = run(torch, tm, torch.tensor(X))
+    sum(w.sum() for w in want).backward()
+
+    @kn.compile
+    def step(x):
+        got = run(kn, km, x)
+        sum(g.sum() for g in got).backward()
+        return got
+
+    got = step(kn.tensor(X))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(to_numpy(g), to_numpy(w), rtol=1e-5, atol=1e-6)
+    for (n, tp), (_, kp) in zip(tm.named_parameters(), km.named_parameters()):
+        np.testing.assert_allclose(to_numpy(kp.grad), to_numpy(tp.grad), rtol=1e-4, atol=1e-5,
+                                   err_msg=n)  # fmt: skip

@@ -359,7 +359,9 @@ def test_reduction_enum_is_checked():
         kn.kl_div(kn.zeros(2), kn.ones(2), 1)
     with pytest.raises(ValueError, match="reduction must be 0"):
         kn.kl_div(kn.zeros(2), kn.zeros(2), 3)
-    with pytest.raises(TypeError, match="packed-sequence"):
+    # the packed form (data, batch_sizes, hx, params, ...) without its weights: torch 2.13
+    # raises RuntimeError ("Expected more weights in stacked_rnn")
+    with pytest.raises(RuntimeError, match="expected 2 weights"):
         kn.gru(kn.zeros(3, 2), kn.tensor([1, 1, 1]), kn.zeros(1, 1, 2), [], False, 1, 0.0,
                False, False)  # fmt: skip
 

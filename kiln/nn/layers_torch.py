@@ -18,7 +18,7 @@ import math
 from .. import dtypes as dt
 from .. import frontend as Fr
 from .. import init
-from ..errors import ArgumentAssertionError, ArgumentError
+from ..errors import ArgumentAssertionError, ArgumentError, ShapeError, UsageError
 from ..ops.core import scalar
 from . import functional as F
 from .layers import _BatchNorm, _given_table, _InstanceNorm, _pretrained_table
@@ -536,13 +536,29 @@ class RNNCellBase(Module):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         dtype = dt.as_dtype(dtype or dt.DEFAULT_FLOAT)
-        bound = 1.0 / math.sqrt(hidden_size)
+        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0  # (0: no weights)
         draw = init.uniform(-bound, bound)
         gates = num_chunks * hidden_size
         self.weight_ih = Parameter(draw((gates, input_size), dtype))
         self.weight_hh = Parameter(draw((gates, hidden_size), dtype))
         self.bias_ih = Parameter(draw((gates,), dtype)) if bias else None
         self.bias_hh = Parameter(draw((gates,), dtype)) if bias else None
+
+    def reset_parameters(self) -> None:
+        """Redraws the weights and biases from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+        in place, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> cell = kn.nn.LSTMCell(2, 4)
+        >>> cell.reset_parameters()
+        >>> bool(cell.weight_ih.abs().max() <= 0.5)
+        True
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            nn_init.uniform_(p, -bound, bound)
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
@@ -552,7 +568,22 @@ class RNNCellBase(Module):
             text += f", nonlinearity={self.nonlinearity}"  # unquoted, as PyTorch prints
         return text
 
+    def _check_sizes(self, x, states) -> None:
+        """PyTorch's checks of the input's feature size and of each state's (N, hidden_size):
+        kiln would otherwise broadcast a wrong one."""
+        if isinstance(x.shape[1], int) and x.shape[1] != self.input_size:
+            raise ShapeError(f"{type(self).__name__}: input has inconsistent input_size: got "
+                             f"{x.shape[1]} expected {self.input_size}")  # fmt: skip
+        want = (x.shape[0], self.hidden_size)
+        for k, s in enumerate(states):
+            got = tuple(s.shape)
+            if all(isinstance(d, int) for d in (*want, *got)) and got != want:
+                raise ShapeError(f"{type(self).__name__}: hidden{k} has shape {list(got)}, "
+                                 f"expected {list(want)} (batch, hidden_size)")  # fmt: skip
+
     def _step(self, input, states):  # noqa: A002
+        if self.mode not in _CELLS:
+            raise UsageError(f"Unknown nonlinearity: {self.nonlinearity}")
         if input.ndim not in (1, 2):
             raise ArgumentError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
                                 f"{input.ndim}D instead")  # fmt: skip
@@ -562,8 +593,14 @@ class RNNCellBase(Module):
         if states is None:
             zero = Fr.broadcast_to(scalar(0, x), (n, self.hidden_size))
             states = (zero,) * (2 if self.mode == "LSTM" else 1)
-        elif not batched:
-            states = tuple(Fr.unsqueeze(s, 0) for s in states)
+        else:
+            for s in states:
+                if s.ndim not in (1, 2):
+                    raise ArgumentError(f"{type(self).__name__}: Expected hidden to be 1D or "
+                                        f"2D, got {s.ndim}D instead")  # fmt: skip
+            if not batched:
+                states = tuple(Fr.unsqueeze(s, 0) for s in states)
+        self._check_sizes(x, states)
         xw = Fr.matmul(x, Fr.t(self.weight_ih))
         if self.bias_ih is not None:
             xw = xw + self.bias_ih
@@ -583,11 +620,10 @@ class RNNCell(RNNCellBase):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device=None, dtype=None):  # fmt: skip
-        if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(f"Unknown nonlinearity: {nonlinearity}")
+        # (PyTorch builds a cell of any other nonlinearity and refuses it when run)
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
-        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        self.mode = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}.get(nonlinearity, nonlinearity)
 
     def forward(self, input, hx=None):  # noqa: A002
         return self._step(input, None if hx is None else (hx,))[0]
@@ -603,6 +639,8 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and len(hx) != 2:
+            raise UsageError(f"LSTMCell: lstm_cell expects two hidden states (h, c), got {len(hx)}")
         return self._step(input, None if hx is None else tuple(hx))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import frontend as F
 from .. import init
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DTypeMismatchError, ShapeError
 from ..frontend.autocast import lower_precision
 from ..frontend.control import scan
 from ..frontend.nn_functional import dropout as _dropout
@@ -115,6 +115,22 @@ class RNNBase(Module):
     def _flat_weights(self) -> list:
         return [getattr(self, name) for name in self._flat_weights_names]
 
+    def reset_parameters(self) -> None:
+        """Redraws every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) in
+        place, as PyTorch's.
+
+        >>> import kiln as kn
+        >>> gru = kn.nn.GRU(2, 4)
+        >>> gru.reset_parameters()
+        >>> bool(gru.weight_hh_l0.abs().max() <= 0.5)
+        True
+        """
+        from . import init as nn_init  # NOTE: lazy: kiln.nn.init imports this package's parts
+
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            nn_init.uniform_(p, -bound, bound)
+
     def flatten_parameters(self) -> None:
         """PyTorch's call that packs the weights for cuDNN: kiln keeps them as they are, so
         there is nothing to do (as PyTorch on the CPU)."""
@@ -139,6 +155,7 @@ class RNNBase(Module):
         """(output, final states): `states` is one (layers * directions, N, H) value per state
         (h; LSTM: h and c), or None for zeros. A PackedSequence input gives a PackedSequence
         output and each sequence's own final states (in the batch's original order)."""
+        self._check_dtypes(input.data if isinstance(input, PackedSequence) else input, states)
         if isinstance(input, PackedSequence):
             return self._run_packed(input, states)
         batched = input.ndim == 3
@@ -159,6 +176,9 @@ class RNNBase(Module):
                         )
                 states = [F.unsqueeze(s, 1) for s in states]
         x = input if batched else F.unsqueeze(input, 1)
+        if x.shape[1 if batched and self.batch_first else 0] == 0:
+            raise ShapeError(f"{type(self).__name__}: Expected sequence length to be larger "
+                             f"than 0 in RNN, got input of shape {tuple(input.shape)}")  # fmt: skip
         if batched and self.batch_first:
             self._check_sizes(x.shape[-1], x.shape[0], states)
         else:
@@ -202,6 +222,93 @@ class RNNBase(Module):
         out = PackedSequence(pack_steps(x, sizes), batch_sizes, sorted_indices,
                              unsorted_indices)  # fmt: skip
         return out, finals
+
+    # -- PyTorch's checks, for subclasses that call them ---------------------------------
+
+    def check_input(self, input, batch_sizes) -> None:  # noqa: A002
+        """Raises (RuntimeError) unless `input` has 2 dims (packed data, `batch_sizes`
+        given) or 3 and `input_size` features.
+
+        >>> import kiln as kn
+        >>> kn.nn.GRU(3, 4).check_input(kn.zeros(5, 2, 3), None)
+        """
+        want = 2 if batch_sizes is not None else 3
+        if input.ndim != want:
+            raise ShapeError(f"input must have {want} dimensions, got {input.ndim}")
+        if input.shape[-1] != self.input_size:
+            raise ShapeError(f"input.size(-1) must be equal to input_size. Expected "
+                             f"{self.input_size}, got {input.shape[-1]}")  # fmt: skip
+
+    def get_expected_hidden_size(self, input, batch_sizes) -> tuple:  # noqa: A002
+        """(layers * directions, batch, proj_size or hidden_size) for `input`.
+
+        >>> import kiln as kn
+        >>> kn.nn.LSTM(3, 4, proj_size=2).get_expected_hidden_size(kn.zeros(5, 2, 3), None)
+        (1, 2, 2)
+        """
+        if batch_sizes is not None:
+            batch = int(batch_sizes[0])
+        else:
+            batch = input.shape[0] if self.batch_first else input.shape[1]
+        return (self.num_layers * self._directions, batch, self.proj_size or self.hidden_size)
+
+    def check_hidden_size(self, hx, expected_hidden_size,
+                          msg: str = "Expected hidden size {}, got {}") -> None:  # fmt: skip
+        """Raises (RuntimeError) unless `hx` has the shape `expected_hidden_size`."""
+        if tuple(hx.shape) != tuple(expected_hidden_size):
+            raise ShapeError(msg.format(expected_hidden_size, list(hx.shape)))
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:  # noqa: A002
+        """`check_input` and `check_hidden_size` (LSTM: of h and of c)."""
+        self.check_input(input, batch_sizes)
+        expected = self.get_expected_hidden_size(input, batch_sizes)
+        if self.mode != "LSTM":
+            self.check_hidden_size(hidden, expected)
+            return
+        self.check_hidden_size(hidden[0], expected, "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")  # fmt: skip
+
+    def get_expected_cell_size(self, input, batch_sizes) -> tuple:  # noqa: A002
+        """An LSTM's (layers * directions, batch, hidden_size) for `input`."""
+        *head, _ = self.get_expected_hidden_size(input, batch_sizes)
+        return (*head, self.hidden_size)
+
+    def permute_hidden(self, hx, permutation):
+        """`hx` (LSTM: both states) with its batch (dim 1) in the order `permutation`
+        (None: as it is).
+
+        >>> import kiln as kn
+        >>> kn.nn.RNN(1, 1).permute_hidden(kn.tensor([[[1.0], [2.0]]]), kn.tensor([1, 0])).tolist()
+        [[[2.0], [1.0]]]
+        """
+        if permutation is None:
+            return hx
+        if self.mode == "LSTM":
+            return tuple(F.index_select(h, 1, permutation) for h in hx)
+        return F.index_select(hx, 1, permutation)
+
+    def _check_dtypes(self, input, states) -> None:  # noqa: A002
+        """PyTorch's checks (outside autocast): the input has the weights' dtype (else
+        ValueError), each initial state the input's (else a RuntimeError); kiln would
+        otherwise promote."""
+        from ..frontend.autocast import _state
+
+        if _state.enabled:
+            return
+        weight = self._flat_weights[0].dtype
+        if input.dtype != weight:
+            raise ArgumentError(
+                f"{type(self).__name__}: RNN input dtype ({input.dtype}) does not match weight "
+                f"dtype ({weight}). Convert input: input.to({weight}), or convert model: "
+                f"model.to({input.dtype})"
+            )
+        for k, state in enumerate(states or ()):
+            if state.dtype != input.dtype:
+                raise DTypeMismatchError(
+                    f"{type(self).__name__}: expected hidden[{k}] of the input's dtype "
+                    f"{input.dtype}, got {state.dtype}"
+                )
 
     def _check_sizes(self, features, batch, states) -> None:
         """PyTorch's checks of the input's feature size and of each initial state's shape

@@ -28,12 +28,13 @@ import numpy as np
 from ... import frontend as F
 from ...eager import Tensor
 from ...eager.factories import tensor as _tensor
-from ...errors import ArgumentError, ArgumentTypeError, UsageError
+from ...errors import ArgumentError, ArgumentTypeError, ShapeError, UsageError
 from ...graph.core import Symbol
 from ...ops.core import scalar
 
 __all__ = [
     "PackedSequence",
+    "invert_permutation",
     "pack_padded_sequence",
     "pack_sequence",
     "pad_packed_sequence",
@@ -43,15 +44,34 @@ __all__ = [
 ]
 
 
-class PackedSequence(NamedTuple):
-    """`(data, batch_sizes, sorted_indices, unsorted_indices)`: the packed steps, the number
-    of sequences at each step (int64), and the permutation that sorted the batch by
-    decreasing length and its inverse (None when the batch came sorted)."""
-
+class _PackedFields(NamedTuple):
     data: object
     batch_sizes: object = None
     sorted_indices: object = None
     unsorted_indices: object = None
+
+
+class PackedSequence(_PackedFields):
+    """`(data, batch_sizes, sorted_indices, unsorted_indices)`: the packed steps, the number
+    of sequences at each step (int64), and the permutation that sorted the batch by
+    decreasing length and its inverse (None when the batch came sorted). Given only
+    `sorted_indices`, the inverse is computed, as PyTorch does; `PackedSequence((data,
+    batch_sizes))` is `PackedSequence(data, batch_sizes)`.
+
+    >>> import kiln as kn
+    >>> p = PackedSequence(kn.ones(3, 1), kn.tensor([2, 1]), kn.tensor([1, 0]))
+    >>> p.unsorted_indices.tolist()
+    [1, 0]
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None and sorted_indices is not None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None and isinstance(data, (list, tuple)) and len(data) == 2:
+            data, batch_sizes = data
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
         """`data.to(...)` (dtype or device); the indices follow a device change."""
@@ -66,18 +86,66 @@ class PackedSequence(NamedTuple):
         return self._replace(data=data, sorted_indices=move(self.sorted_indices),
                              unsorted_indices=move(self.unsorted_indices))  # fmt: skip
 
+    def _cast(self, name: str) -> PackedSequence:
+        return self._replace(data=getattr(self.data, name)())
+
     def float(self) -> PackedSequence:  # noqa: A003 -- PyTorch's name
-        return self._replace(data=self.data.float())
+        return self._cast("float")
 
     def double(self) -> PackedSequence:
-        return self._replace(data=self.data.double())
+        return self._cast("double")
 
     def half(self) -> PackedSequence:
-        return self._replace(data=self.data.half())
+        return self._cast("half")
+
+    def long(self) -> PackedSequence:
+        return self._cast("long")
+
+    def int(self) -> PackedSequence:  # noqa: A003 -- PyTorch's name
+        return self._cast("int")
+
+    def short(self) -> PackedSequence:
+        return self._cast("short")
+
+    def char(self) -> PackedSequence:
+        return self._cast("char")
+
+    def byte(self) -> PackedSequence:
+        return self._cast("byte")
+
+    def cpu(self, *args, **kwargs) -> PackedSequence:
+        """The sequence on the CPU (`to("cpu")`)."""
+        return self.to("cpu")
+
+    def cuda(self, *args, **kwargs) -> PackedSequence:
+        return self.to("cuda")
+
+    def pin_memory(self) -> PackedSequence:
+        """The sequence with `data` in pinned memory (kiln's CPU memory: itself)."""
+        pin = getattr(self.data, "pin_memory", None)
+        return self._replace(data=pin()) if callable(pin) else self
 
     @property
     def is_cuda(self) -> bool:
         return bool(getattr(self.data, "is_cuda", False))
+
+    def is_pinned(self) -> bool:
+        """Whether `data` is in pinned memory (never, in kiln)."""
+        pinned = getattr(self.data, "is_pinned", None)
+        return bool(pinned()) if callable(pinned) else False
+
+
+def invert_permutation(permutation):
+    """The inverse of the permutation `permutation` (an int64 Tensor), None for None.
+
+    >>> import kiln as kn
+    >>> invert_permutation(kn.tensor([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    if permutation is None:
+        return None
+    order = _concrete(permutation, "invert_permutation: permutation")
+    return _as_index(np.argsort(order, kind="stable"))
 
 
 def _concrete(values, what: str) -> np.ndarray:
@@ -138,10 +206,13 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,  # noqa: A00
     >>> p.batch_sizes.tolist(), p.sorted_indices.tolist(), p.unsorted_indices.tolist()
     ([2, 2, 1], [1, 0], [1, 0])
     """
+    if any(n == 0 for n in input.shape):
+        raise UsageError(f"pack_padded_sequence: Cannot pack empty tensors (input of shape "
+                         f"{tuple(input.shape)}).")  # fmt: skip
     lengths = _concrete(lengths, "pack_padded_sequence: lengths")
     batch_dim = 0 if batch_first else 1
     if lengths.ndim != 1 or len(lengths) != input.shape[batch_dim]:
-        raise ArgumentError(
+        raise ShapeError(
             f"pack_padded_sequence: expected one length per sequence ({input.shape[batch_dim]}"
             f"), got lengths of shape {tuple(lengths.shape)}"
         )
@@ -217,15 +288,25 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     [[1, 2], [3, 0]]
     """
     if padding_side not in ("left", "right"):
-        raise ArgumentError(
+        raise UsageError(
             f"Expected padding_side to be one of left or right, but got {padding_side}."
         )
-    sequences = list(sequences)
+    try:
+        sequences = list(sequences)
+    except TypeError:
+        raise UsageError("pad_sequence: Expected iterable for input sequences, but got arg of "
+                         f"type: {type(sequences)}") from None  # fmt: skip
     if not sequences:
-        raise ArgumentError("pad_sequence: received an empty list of sequences")
+        raise UsageError("pad_sequence: received an empty list of sequences")
+    if any(s.ndim == 0 for s in sequences):
+        raise ShapeError("pad_sequence: expected sequences of at least 1 dim (L_i, *), got a "
+                         "0-d tensor")  # fmt: skip
     longest = max(int(s.shape[0]) for s in sequences)
+    dtype = sequences[0].dtype  # as PyTorch: the others are copied into the first's dtype
     rows = []
     for s in sequences:
+        if s.dtype != dtype:
+            s = F.cast(s, dtype)
         short = longest - int(s.shape[0])
         if short:
             pad = F.broadcast_to(scalar(padding_value, s), (short, *tuple(s.shape[1:])))

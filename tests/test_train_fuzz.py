@@ -142,25 +142,27 @@ def draw_program(seed: int) -> dict:
 
 
 def _no_bias_before_batch_norm(specs):
-    """specs without the biases that a batch norm takes away (the layer giving its input, or
-    one before it through layers linear in a per-feature constant). Their true gradient is 0,
-    so each library's is rounding noise, which adaptive optimizers scale to a step of ±lr:
-    the two libraries' steps would differ by noise, not by a bug."""
+    """specs without the biases that a batch norm takes away: those of the affine layers
+    (Linear, Conv2d, residual blocks, through flattening and average pools) before it, back
+    to the first that is not affine (a LayerNorm's or BatchNorm's own shift goes too). Their
+    true gradient is 0, so each library's is rounding noise, which adaptive optimizers scale
+    to a step of +-lr: the libraries' steps would differ by noise, not by a bug."""
     through = {"Flatten", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout"}
     specs = [(name, args, dict(kw)) for name, args, kw in specs]
     for k, (name, _, _) in enumerate(specs):
         if not name.startswith("BatchNorm"):
             continue
-        j = k - 1
-        while j >= 0 and specs[j][0] in through:
-            j -= 1
-        if j < 0:
-            continue
-        before, args, kw = specs[j]
-        if before in ("Linear", "Conv2d", "LayerNorm", "residual"):
-            kw["bias"] = False
-        elif before.startswith("BatchNorm"):
-            kw["affine"] = False
+        for before, _, kw in reversed(specs[:k]):
+            if before in ("Linear", "Conv2d", "residual"):
+                kw["bias"] = False  # (affine: a constant before it is one after it)
+            elif before == "LayerNorm":
+                kw["bias"] = False
+                break
+            elif before.startswith("BatchNorm"):
+                kw["affine"] = False
+                break
+            elif before not in through:
+                break
     return specs
 
 

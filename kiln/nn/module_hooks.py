@@ -74,6 +74,9 @@ class _HookDict(dict):
 GLOBAL_FORWARD_PRE_HOOKS = _HookDict()
 GLOBAL_FORWARD_HOOKS = _HookDict()
 GLOBAL_FORWARD_HOOKS_WITH_KWARGS: set = set()
+GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED: set = set()
+GLOBAL_BACKWARD_HOOKS = _HookDict()
+GLOBAL_BACKWARD_PRE_HOOKS = _HookDict()
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
@@ -97,7 +100,8 @@ def register_module_forward_hook(hook, *, with_kwargs: bool = False,
     """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs,
     output)`) runs after every module's forward, before its own forward hooks; a result
     other than None replaces the output. As PyTorch's
-    `torch.nn.modules.module.register_module_forward_hook` (`always_call` is not supported).
+    `torch.nn.modules.module.register_module_forward_hook` (with `always_call`, it also runs
+    with output None when forward raises).
 
     >>> import kiln as kn
     >>> seen = []
@@ -107,12 +111,71 @@ def register_module_forward_hook(hook, *, with_kwargs: bool = False,
     >>> seen
     ['ReLU', 'Sequential']
     """
-    if always_call:
-        raise UsageError("register_module_forward_hook: always_call=True is not supported")
     handle = _add_hook(GLOBAL_FORWARD_HOOKS, hook, False)
     if with_kwargs:
         GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
+    if always_call:
+        GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED.add(handle.id)
     return handle
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    """`hook(module, grad_input, grad_output)` runs at every module's backward, before its own
+    full backward hooks; a tuple it returns replaces `grad_input`. As PyTorch's
+    `torch.nn.modules.module.register_module_full_backward_hook`.
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_full_backward_hook(
+    ...     lambda m, gi, go: seen.append(type(m).__name__))
+    >>> kn.nn.Tanh()(kn.ones(2, requires_grad=True)).sum().backward(); h.remove()
+    >>> seen
+    ['Tanh']
+    """
+    return _add_hook(GLOBAL_BACKWARD_HOOKS, hook, False)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    """`hook(module, grad_output)` runs at every module's backward, before its own backward
+    pre-hooks; a tuple it returns replaces `grad_output`. As PyTorch's
+    `torch.nn.modules.module.register_module_full_backward_pre_hook`.
+
+    >>> import kiln as kn
+    >>> h = kn.nn.modules.module.register_module_full_backward_pre_hook(
+    ...     lambda m, go: (go[0] * 2,))
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> kn.nn.Identity()(x * 1).sum().backward(); h.remove()
+    >>> x.grad
+    tensor([2., 2.])
+    """
+    return _add_hook(GLOBAL_BACKWARD_PRE_HOOKS, hook, False)
+
+
+def has_global_backward() -> bool:
+    """Whether a global backward hook or backward pre-hook is registered."""
+    return bool(GLOBAL_BACKWARD_HOOKS or GLOBAL_BACKWARD_PRE_HOOKS)
+
+
+def run_always_called(module, args: tuple, always, called: set) -> None:
+    """After forward raised: as PyTorch's, the `always_call` forward hooks (global, then the
+    module's `always`) not run yet run with output None; what they raise in turn is only
+    warned about, and forward's error goes on."""
+    hooks = [*GLOBAL_FORWARD_HOOKS.items(), *module._forward_hooks.items()]
+    for key, hook in hooks:
+        if (key in always or key in GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED) and key not in called:
+            try:
+                if key in GLOBAL_FORWARD_HOOKS_WITH_KWARGS or key in module.__dict__.get(
+                    "_forward_hooks_with_kwargs", ()
+                ):
+                    hook(module, args, {}, None)
+                else:
+                    hook(module, args, None)
+            except Exception as error:  # noqa: BLE001 (forward's error wins)
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that "
+                    f"was silenced as another error was raised in forward: {error}",
+                    stacklevel=4,
+                )
 
 
 class ModuleHooks:
@@ -300,16 +363,23 @@ class _Call:
             if isinstance(a, Tensor) and not a.requires_grad and dt.is_float(a.dtype)
         }  # fmt: skip
         self.grad_output = None
+        self.n_out, self.out_positions = 0, []  # tensor results; those taking a gradient
 
     def outputs_done(self, grads: tuple) -> tuple:
-        for hook in list(self.module._backward_pre_hooks.values()):
+        full = [None] * self.n_out  # one per tensor result, None where none flows (PyTorch's)
+        for k, g in zip(self.out_positions, grads):
+            full[k] = g
+        grads = tuple(full)
+        hooks = [*GLOBAL_BACKWARD_PRE_HOOKS.values(), *self.module._backward_pre_hooks.values()]
+        for hook in hooks:
             result = hook(self.module, grads)
             if result is not None:
                 grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         self.grad_output = grads
+        grads = tuple(grads[k] for k in self.out_positions)
         if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
             full = self.module.__dict__.get("_is_full_backward_hook") is not False
-            if full and self.module._backward_hooks:
+            if full and (self.module._backward_hooks or GLOBAL_BACKWARD_HOOKS):
                 warnings.warn(
                     "Full backward hook is firing when gradients are computed with respect to "
                     "module outputs since no inputs require gradients. See "
@@ -338,7 +408,7 @@ class _Call:
     def _run_hooks(self, grad_input: tuple) -> tuple:
         if self.module.__dict__.get("_is_full_backward_hook") is False:
             return grad_input  # the deprecated kind's: `attach_legacy_hooks`
-        for hook in list(self.module._backward_hooks.values()):
+        for hook in [*GLOBAL_BACKWARD_HOOKS.values(), *self.module._backward_hooks.values()]:
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
                 result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
@@ -358,6 +428,7 @@ class BackwardHookFunction(Function):
     @staticmethod
     def forward(ctx, done, *xs):
         ctx.done = done
+        ctx.set_materialize_grads(False)  # an unreached result's gradient is None
         out = tuple(x.view_as(x) for x in xs)
         return out if len(out) != 1 else out[0]
 
@@ -386,6 +457,8 @@ def call_with_backward_hooks(module, args, run):
     where = [k for k, y in enumerate(outputs) if _differentiable(y)]
     if not where:
         return output
+    tensors = [k for k, y in enumerate(outputs) if isinstance(y, (Tensor, Symbol))]
+    call.n_out, call.out_positions = len(tensors), [tensors.index(k) for k in where]
     passed = BackwardHookFunction.apply(call.outputs_done, *(outputs[k] for k in where))
     passed = passed if isinstance(passed, tuple) else (passed,)
     for k, y in zip(where, passed):

@@ -248,11 +248,32 @@ class ModuleHooks:
 
         >>> import kiln as kn
         >>> m = kn.nn.Linear(2, 1)
-        >>> h = m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd.pop("bias"))
+        >>> def drop_bias(mod, sd, prefix, meta):  # returns None (else a RuntimeError)
+        ...     del sd[prefix + "bias"]
+        >>> h = m.register_state_dict_post_hook(drop_bias)
         >>> list(m.state_dict())
         ['weight']
         """
+        handle = _add_hook(self._state_dict_hooks, hook, False)
+        public = self.__dict__.get("_state_dict_post_hooks_public")
+        if public is None:
+            public = set()
+            object.__setattr__(self, "_state_dict_post_hooks_public", public)
+        public.add(handle.id)  # its result must be None (a RuntimeError otherwise)
+        return handle
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        """PyTorch's private form of `register_state_dict_post_hook`: a dict the hook returns
+        replaces the state dict of the module `state_dict` was called on."""
         return _add_hook(self._state_dict_hooks, hook, False)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """PyTorch's private form of `register_load_state_dict_pre_hook`: without
+        `with_module`, `hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`."""
+        if not with_module:
+            return self.register_load_state_dict_pre_hook(lambda module, *a: hook(*a))
+        return self.register_load_state_dict_pre_hook(hook)
 
     def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -272,9 +293,9 @@ class ModuleHooks:
         return _add_hook(self._load_state_dict_pre_hooks, hook, False)
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
-        """`hook(module, incompatible_keys)` runs before a strict `load_state_dict` refuses
-        missing or unexpected keys; emptying its lists in place accepts them. As PyTorch's
-        (where it runs after loading)."""
+        """`hook(module, incompatible_keys)` runs after `load_state_dict` loaded the values,
+        before a strict one refuses missing or unexpected keys; emptying its lists in place
+        accepts them. As PyTorch's."""
         return _add_hook(self._load_state_dict_post_hooks, hook, False)
 
     def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:

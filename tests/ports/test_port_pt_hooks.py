@@ -323,13 +323,6 @@ def _(lib, v):
 
 
 SCENARIOS.xfail.update({
-    "load_post_hook_runs_after_loading": "torch runs load post-hooks after loading (bias 1.0 "
-    "seen); kiln before (the old bias)",
-    "private_load_pre_hook_with_and_without_module": (
-        "kiln lacks _register_load_state_dict_pre_hook"
-    ),
-    "private_state_dict_hook_returns_new_dict": "kiln lacks _register_state_dict_hook",
-    "state_dict_post_hook_return_raises": "torch: RuntimeError; kiln ignores the result",
     "inplace_on_hooked_output_raises": (
         "torch refuses an in-place op on the output of a module with full backward hooks "
         "(RuntimeError: Output 0 of BackwardHookFunction is a view ...); kiln allows it"

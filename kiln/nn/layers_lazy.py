@@ -158,8 +158,8 @@ class LazyModuleMixin:
     def load_state_dict(self, state_dict: dict, strict: bool = True):
         """As PyTorch's lazy modules: an uninitialized module takes its input size from
         `state_dict`'s values (then loads them, and becomes its class)."""
-        if self.has_uninitialized_params():
-            key = "weight" if "weight" in state_dict else "running_mean"
+        key = "weight" if "weight" in state_dict else "running_mean"
+        if self.has_uninitialized_params() and not is_lazy(state_dict.get(key)):
             if key not in state_dict:
                 raise UsageError(f"{type(self).__name__}: cannot infer the input size from a "
                                  "state_dict without weight or running_mean")  # fmt: skip

@@ -269,7 +269,7 @@ def save_state(module, out, prefix: str, keep_vars: bool, args: tuple = ()):
     if not hooked:  # the common case: one flat walk
         for name, value in module._state_items():
             value = value.tensor()  # NOTE: syncs from the graph that used it last
-            out[prefix + name] = value if keep_vars else value.detach()
+            out[prefix + name] = value if keep_vars or _lazy(value) else value.detach()
         return out
     return _save(module, out, prefix, keep_vars)
 
@@ -301,7 +301,7 @@ def save_own(module, out, prefix: str, keep_vars: bool) -> None:
     for name, value in own:
         if value is not None:
             value = value.tensor()
-            out[prefix + name] = value if keep_vars else value.detach()
+            out[prefix + name] = value if keep_vars or _lazy(value) else value.detach()
     if has_extra_state(module):
         out[prefix + "_extra_state"] = module.get_extra_state()
 
@@ -349,11 +349,12 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
     missing = [k for k in [*own, *extra] if k not in state and k not in kept]
     unexpected = [k for k in state if k not in own and k not in extra]
     keys = IncompatibleKeys(missing, unexpected)
+    both_lazy = {k for k in own if k in state and _lazy(own[k]) and _lazy(state[k])}
     errors = list(hook_errors) + [
         f"size mismatch for {k}: copying a param with shape {tuple(np.shape(state[k]))} from "
         f"checkpoint, the shape in current model is {tuple(own[k].shape)}"
         for k in own
-        if k in state and tuple(np.shape(state[k])) != tuple(own[k].shape)
+        if k in state and k not in both_lazy and tuple(np.shape(state[k])) != tuple(own[k].shape)
     ]
     posted = any(m._load_state_dict_post_hooks for m, _ in tree)
     if not posted:
@@ -364,7 +365,7 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
         _assign_values(tree, state)
     else:
         for key, p in own.items():
-            if key in state:
+            if key in state and key not in both_lazy:  # (two uninitialized: stays so)
                 p.assign(state[key])
     for key, m in extra.items():
         if key in state:
@@ -382,6 +383,14 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
                     )
         _refuse(module, [], keys, strict)
     return keys
+
+
+def _lazy(value) -> bool:
+    """Whether `value` is an uninitialized parameter or buffer (a lazy module's, which
+    `state_dict` gives as it is, as PyTorch's)."""
+    from .layers_lazy import is_lazy  # NOTE: lazy: layers_lazy builds on Module
+
+    return is_lazy(value)
 
 
 def _refuse(module, errors: list, keys: IncompatibleKeys, strict: bool) -> None:

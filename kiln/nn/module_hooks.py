@@ -395,7 +395,13 @@ class _Call:
         for hook in hooks:
             result = hook(self.module, grads)
             if result is not None:
-                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grads):
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of grad_output, got "
+                        f"{len(result)}, but expected {len(grads)}"
+                    )
+                grads = result
         self.grad_output = grads
         grads = tuple(grads[k] for k in self.out_positions)
         if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
@@ -418,6 +424,8 @@ class _Call:
         return grads
 
     def inputs_done(self, grads: tuple) -> tuple:
+        if self.grad_output is None:  # the gradient did not come through the module's
+            return grads  # results (not a Tensor or a tuple): PyTorch runs no hook then
         grad_input = [None] * self.n_args
         for k, a in self.zeros.items():
             grad_input[k] = a.new_zeros(a.shape)  # as PyTorch gives them
@@ -473,7 +481,9 @@ def call_with_backward_hooks(module, args, run):
             args[k] = x
         args = tuple(args)
     output = run(args)
-    single = not isinstance(output, (tuple, list))
+    single = not isinstance(output, tuple)  # as PyTorch's: a Tensor or a tuple, not a list
+    if single and not isinstance(output, (Tensor, Symbol)):
+        return output
     outputs = [output] if single else list(output)
     where = [k for k, y in enumerate(outputs) if _differentiable(y)]
     if not where:

@@ -184,6 +184,34 @@ def _(lib, a, b):
     return seen, a.grad
 
 
+@case("backward_hooks_skip_dict_and_list_outputs", Leaf.of(V))
+def _(lib, v):
+    # only a Tensor or a tuple of results is hooked: through a dict or a list the gradient
+    # reaches the inputs without passing the module's results, and no hook runs
+    class Dict(lib.nn.Module):
+        def forward(self, x):
+            return {"a": x * 2, "b": x * 3}
+
+    class List(lib.nn.Module):
+        def forward(self, x):
+            return [x * 2, x * 3]
+
+    seen, as_dict, as_list = [], Dict(), List()
+    for m in (as_dict, as_list):
+        m.register_full_backward_hook(lambda mod, gi, go: seen.append(_lists(go)))
+        m.register_full_backward_pre_hook(lambda mod, go: seen.append("pre"))
+    out = as_dict(v)["a"].sum() + sum(t.sum() for t in as_list(v))
+    out.backward()
+    return seen, v.grad
+
+
+@case("backward_pre_hook_wrong_count_raises", Leaf.of(X))
+def _(lib, x):
+    m = lib.nn.Tanh()
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0], go[0]))
+    m(x).sum().backward()
+
+
 @case("backward_hooks_replace_grads", Leaf.of(X))
 def _(lib, x):
     m = lib.nn.Sequential(lib.nn.Tanh(), lib.nn.Softplus())

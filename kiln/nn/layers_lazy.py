@@ -59,6 +59,21 @@ class _Uninitialized:
     def __repr__(self):
         return f"<{type(self).__name__}>"
 
+    def _cast(self, dtype) -> None:
+        """`module.double()` and the like before the first call: the dtype it materializes
+        in (as PyTorch's)."""
+        self.__dict__["_lazy_dtype"] = dtype
+        super()._cast(dtype)
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error "
+            "usually happens in `load_state_dict` when trying to load an uninitialized "
+            "parameter into an initialized one. Call `forward` to initialize the parameters "
+            "before accessing their attributes."
+        )
+
     def _refuse(self, *args, **kwargs):
         raise UsageError(f"Can't use an {type(self).__name__}: its shape is set by the "
                          "module's first call (or materialize())")  # fmt: skip
@@ -147,7 +162,8 @@ class LazyModuleMixin:
             for name, value in getattr(self, table).items():
                 if is_lazy(value):
                     source = getattr(model, table)[name]
-                    value.materialize(tuple(source.shape), dtype=source.dtype)
+                    dtype = value.__dict__.get("_lazy_dtype") or source.dtype
+                    value.materialize(tuple(source.shape), dtype=dtype)
                     value.assign(source.numpy())
         setattr(self, self._size_attr, size)
 

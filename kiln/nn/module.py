@@ -175,7 +175,7 @@ class Module(ModulePaths, ModuleHooks):
         try:
             return self._hooked_call(args, kwargs, called)
         except Exception:
-            run_always_called(self, args, always or (), called)
+            run_always_called(self, args, kwargs, always or (), called)
             raise
 
     def _hooked_call(self, args, kwargs, called):

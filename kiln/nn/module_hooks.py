@@ -156,7 +156,7 @@ def has_global_backward() -> bool:
     return bool(GLOBAL_BACKWARD_HOOKS or GLOBAL_BACKWARD_PRE_HOOKS)
 
 
-def run_always_called(module, args: tuple, always, called: set) -> None:
+def run_always_called(module, args: tuple, kwargs: dict, always, called: set) -> None:
     """After forward raised: as PyTorch's, the `always_call` forward hooks (global, then the
     module's `always`) not run yet run with output None; what they raise in turn is only
     warned about, and forward's error goes on."""
@@ -167,7 +167,7 @@ def run_always_called(module, args: tuple, always, called: set) -> None:
                 if key in GLOBAL_FORWARD_HOOKS_WITH_KWARGS or key in module.__dict__.get(
                     "_forward_hooks_with_kwargs", ()
                 ):
-                    hook(module, args, {}, None)
+                    hook(module, args, kwargs, None)
                 else:
                     hook(module, args, None)
             except Exception as error:  # noqa: BLE001 (forward's error wins)

@@ -107,6 +107,26 @@ def _(lib, v):
     return seen
 
 
+@case("always_call_hooks_with_kwargs_when_forward_raises", V)
+def _(lib, v):
+    seen = []
+
+    class Boom(lib.nn.Module):
+        def forward(self, x, scale=1.0):
+            raise ValueError("boom")
+
+    m = Boom()
+    m.register_forward_hook(lambda mod, a, k, o: seen.append(("k", k, o)), with_kwargs=True,
+                            always_call=True)  # fmt: skip
+    m.register_forward_hook(lambda mod, a, o: seen.append(("plain", o)), always_call=True)
+    m.register_forward_hook(lambda mod, a, o: seen.append("never"))
+    try:
+        m(v, scale=2.0)
+    except ValueError:
+        seen.append("raised")
+    return seen
+
+
 @case("handles_remove_hooks_and_flags", V)
 def _(lib, v):
     m, seen = lib.nn.Identity(), []
@@ -371,6 +391,7 @@ SCENARIOS.eager_only.update({
                  "backward_pre_hook_sees_none_for_unused_output")
 })  # fmt: skip
 SCENARIOS.eager_only["global_forward_hook_always_call"] = "forward raises while tracing"
+SCENARIOS.eager_only["always_call_hooks_with_kwargs_when_forward_raises"] = "forward raises"
 SCENARIOS.eager_only["handles_remove_hooks_and_flags"] = "reads the module's hook tables"
 
 

@@ -70,6 +70,7 @@ def _flag_hook(module, table: str, handle) -> None:
         flags = set()
         object.__setattr__(module, table, flags)
     flags.add(handle.id)
+    handle.flags.append(flags)  # removing the hook unmarks it
 
 
 def _active() -> list:

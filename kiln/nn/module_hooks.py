@@ -53,11 +53,14 @@ class RemovableHandle:
         self.hooks_ref = weakref.ref(hooks)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
+        self.flags: list = []  # the sets marking the hook (with_kwargs, always_call)
 
     def remove(self) -> None:
         hooks = self.hooks_ref()
         if hooks is not None:
             hooks.pop(self.id, None)
+        for flags in self.flags:
+            flags.discard(self.id)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -112,10 +115,11 @@ def register_module_forward_hook(hook, *, with_kwargs: bool = False,
     ['ReLU', 'Sequential']
     """
     handle = _add_hook(GLOBAL_FORWARD_HOOKS, hook, False)
-    if with_kwargs:
-        GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
-    if always_call:
-        GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED.add(handle.id)
+    for flags, on in ((GLOBAL_FORWARD_HOOKS_WITH_KWARGS, with_kwargs),
+                      (GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED, always_call)):  # fmt: skip
+        if on:
+            flags.add(handle.id)
+            handle.flags.append(flags)
     return handle
 
 

@@ -136,8 +136,15 @@ def _(lib, v):
     h = m.register_forward_hook(lambda mod, a, k, o: seen.append(2), with_kwargs=True)
     h.remove()
     h.remove()  # twice: nothing
+    h = m.register_forward_hook(lambda mod, a, o: seen.append(3), always_call=True)
+    h.remove()
     m(v)
-    return seen, len(m._forward_hooks)
+    return (
+        seen,
+        len(m._forward_hooks),
+        len(m._forward_hooks_with_kwargs),
+        len(m._forward_hooks_always_called),
+    )
 
 
 # -- full backward hooks and backward pre-hooks -----------------------------------------------

@@ -341,6 +341,10 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
                 if k not in local:
                     del state[k]
             state.update(local)
+    for m, p in tree:  # lazy modules take their shapes from the state (layers_lazy.py)
+        load_lazy = getattr(m, "_load_lazy", None)
+        if load_lazy is not None:
+            load_lazy(state, p)
     # as PyTorch's norm layers on a state dict without a version (kiln's never carry one, nor
     # do plain dicts): a missing num_batches_tracked keeps the module's own count
     kept = {f"{p}num_batches_tracked" for m, p in tree

@@ -119,6 +119,58 @@ def _(lib, x):
     return found
 
 
+@case("load_state_into_lazy_children_of_a_container", X4)
+def _(lib, x):
+    # the lazy layers of a Sequential take their shapes from the state loaded into it
+    s = lib.nn.Sequential(lib.nn.LazyLinear(3), lib.nn.LazyBatchNorm1d())
+    s.load_state_dict({
+        "0.weight": lib.ones(3, 4), "0.bias": lib.zeros(3), "1.weight": lib.ones(3),
+        "1.bias": lib.zeros(3), "1.running_mean": lib.zeros(3), "1.running_var": lib.ones(3),
+        "1.num_batches_tracked": lib.tensor(0),
+    })  # fmt: skip
+    s.eval()
+    return tuple(s[0].weight.shape), tuple(s[1].running_var.shape), s(x)
+
+
+def _custom_lazy(lib):
+    class LazyScale(lib.nn.modules.lazy.LazyModuleMixin, lib.nn.Module):
+        # a user's lazy module: LazyModuleMixin, UninitializedParameter/Buffer, its own
+        # initialize_parameters; it keeps its class (cls_to_become None)
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.UninitializedParameter()
+            self.register_buffer("shift", lib.nn.UninitializedBuffer())
+
+        def initialize_parameters(self, x):
+            if self.has_uninitialized_params():
+                with lib.no_grad():
+                    self.weight.materialize((x.shape[-1], 2))
+                    self.weight.fill_(0.5)
+                    self.shift.materialize((2,))
+                    self.shift.fill_(1.0)
+
+        def forward(self, x):
+            return x @ self.weight + self.shift
+
+    return LazyScale()
+
+
+@case("custom_lazy_module_materializes_and_keeps_its_class", X4)
+def _(lib, x):
+    m = _custom_lazy(lib)
+    before = [m.has_uninitialized_params(), type(m.weight).__name__,
+              lib.nn.parameter.is_lazy(m.shift)]  # fmt: skip
+    y = m(x)
+    return before, y, type(m).__name__, type(m.weight).__name__, m.has_uninitialized_params()
+
+
+@case("custom_lazy_module_loads_shapes_from_state", X4)
+def _(lib, x):
+    m = _custom_lazy(lib)
+    m.load_state_dict({"weight": lib.ones(4, 2), "shift": lib.zeros(2)})
+    return type(m).__name__, tuple(m.weight.shape), m.has_uninitialized_params(), m(x)
+
+
 @case("lazy_module_hooks_see_materialized_values", X4)
 def _(lib, x):
     m, seen = lib.nn.LazyLinear(3), []
@@ -164,8 +216,14 @@ SCENARIOS.eager_only.update(
     {
         name: "builds, loads or inspects modules: no module call to trace"
         for name in SCENARIOS.cases
-        if name.startswith(("uninitialized", "load_", "lazy_linear_after", "optimizer"))
+        if name.startswith(
+            ("uninitialized", "load_", "lazy_linear_after", "optimizer", "custom_lazy_module_loads")
+        )
     }
+)
+SCENARIOS.eager_only["custom_lazy_module_materializes_and_keeps_its_class"] = (
+    "a lazy module made inside a kn.compile'd function cannot materialize there (its "
+    "parameter is a TracedVariable without materialize)"
 )
 SCENARIOS.eager_only["lazy_linear_materializes_on_first_call"] = (
     "a lazy module made inside a kn.compile'd function cannot materialize there (GraphError: "

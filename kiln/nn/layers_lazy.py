@@ -59,6 +59,21 @@ class _Uninitialized:
     def __repr__(self):
         return f"<{type(self).__name__}>"
 
+    def _cast(self, dtype) -> None:
+        """`module.double()` and the like before the first call: the dtype it materializes
+        in (as PyTorch's)."""
+        self.__dict__["_lazy_dtype"] = dtype
+        super()._cast(dtype)
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error "
+            "usually happens in `load_state_dict` when trying to load an uninitialized "
+            "parameter into an initialized one. Call `forward` to initialize the parameters "
+            "before accessing their attributes."
+        )
+
     def _refuse(self, *args, **kwargs):
         raise UsageError(f"Can't use an {type(self).__name__}: its shape is set by the "
                          "module's first call (or materialize())")  # fmt: skip
@@ -114,7 +129,7 @@ class LazyModuleMixin:
     a `cls_to_become` of that size for its initial values, materializes its own values with
     them and becomes that class."""
 
-    cls_to_become: type = Module
+    cls_to_become: type | None = None  # None: a module of the user's keeps its class
     _size_attr = "in_features"
 
     def _lazy_setup(self, kwargs: dict) -> None:
@@ -147,25 +162,34 @@ class LazyModuleMixin:
             for name, value in getattr(self, table).items():
                 if is_lazy(value):
                     source = getattr(model, table)[name]
-                    value.materialize(tuple(source.shape), dtype=source.dtype)
+                    dtype = value.__dict__.get("_lazy_dtype") or source.dtype
+                    value.materialize(tuple(source.shape), dtype=dtype)
                     value.assign(source.numpy())
         setattr(self, self._size_attr, size)
 
     def _become(self) -> None:
-        self.__class__ = self.cls_to_become
+        if self.cls_to_become is not None:
+            self.__class__ = self.cls_to_become
         self.__dict__.pop("_lazy_kwargs", None)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True):
-        """As PyTorch's lazy modules: an uninitialized module takes its input size from
-        `state_dict`'s values (then loads them, and becomes its class)."""
-        if self.has_uninitialized_params():
-            key = "weight" if "weight" in state_dict else "running_mean"
-            if key not in state_dict:
-                raise UsageError(f"{type(self).__name__}: cannot infer the input size from a "
-                                 "state_dict without weight or running_mean")  # fmt: skip
-            self._materialize(self._size_from(tuple(state_dict[key].shape), key))
-            self._become()
-        return Module.load_state_dict(self, state_dict, strict)
+    def _load_lazy(self, state: dict, prefix: str) -> None:
+        """What `load_state_dict` does first (PyTorch's lazy load hook): uninitialized values
+        take the shapes of the state's initialized ones (a kiln lazy layer: its input size
+        from `weight` or `running_mean`, then its class)."""
+        if not self.has_uninitialized_params():
+            return
+        if "_lazy_kwargs" in self.__dict__:
+            name = "weight" if prefix + "weight" in state else "running_mean"
+            value = state.get(prefix + name)
+            if value is not None and not is_lazy(value):
+                self._materialize(self._size_from(tuple(np.shape(value)), name))
+                self._become()
+            return
+        for table in (self._parameters, self._buffers):
+            for name, value in table.items():
+                given = state.get(prefix + name)
+                if is_lazy(value) and given is not None and not is_lazy(given):
+                    value.materialize(tuple(np.shape(given)))
 
     def _size_from(self, shape: tuple, key: str) -> int:
         if key == "running_mean" or self._size_attr == "num_features":
@@ -181,7 +205,8 @@ class LazyModuleMixin:
             if not args:
                 raise UsageError(f"{type(self).__name__}: the first call needs the input")
             self.initialize_parameters(args[0])
-            self._become()
+            if not self.has_uninitialized_params():
+                self._become()
         return Module.__call__(self, *args, **kwargs)  # the class it became: no super()
 
 

@@ -10,7 +10,6 @@ arrays, it computes at once with the current values (no graph).
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from collections.abc import Iterator
 
@@ -25,7 +24,10 @@ from ..graph.region import outermost
 from ..ops.core import apply, bind_graph
 from ..ops.random import in_trace
 from .module_hooks import (
+    GLOBAL_BACKWARD_HOOKS,
+    GLOBAL_BACKWARD_PRE_HOOKS,
     GLOBAL_FORWARD_HOOKS,
+    GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED,
     GLOBAL_FORWARD_HOOKS_WITH_KWARGS,
     GLOBAL_FORWARD_PRE_HOOKS,
     ModuleHooks,
@@ -34,9 +36,12 @@ from .module_hooks import (
     _HookDict,
     attach_legacy_hooks,
     call_with_backward_hooks,
+    has_global_backward,
     has_legacy_hooks,
+    run_always_called,
 )
 from .module_paths import ModulePaths
+from .module_registration import BUFFER_HOOKS, MODULE_HOOKS, PARAMETER_HOOKS, registered
 from .module_state import (
     apply_values,
     cast_values,
@@ -65,6 +70,7 @@ def _flag_hook(module, table: str, handle) -> None:
         flags = set()
         object.__setattr__(module, table, flags)
     flags.add(handle.id)
+    handle.flags.append(flags)  # removing the hook unmarks it
 
 
 def _active() -> list:
@@ -159,28 +165,18 @@ class Module(ModulePaths, ModuleHooks):
             or d.get("_backward_pre_hooks")
             or GLOBAL_FORWARD_PRE_HOOKS
             or GLOBAL_FORWARD_HOOKS
+            or GLOBAL_BACKWARD_HOOKS
+            or GLOBAL_BACKWARD_PRE_HOOKS
         ):
             return self.forward(*args, **kwargs)
         always = d.get("_forward_hooks_always_called")
-        if not always:
+        if not (always or GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED):
             return self._hooked_call(args, kwargs, None)
         called: set = set()
         try:
             return self._hooked_call(args, kwargs, called)
         except Exception:
-            # as PyTorch's: the `always_call` hooks not run yet run with output None; what
-            # they raise in turn is only warned about, and forward's error goes on
-            for key, hook in list(self._forward_hooks.items()):
-                if key in always and key not in called:
-                    try:
-                        hook(self, args, None)
-                    except Exception as error:  # noqa: BLE001 (forward's error wins)
-                        warnings.warn(
-                            "module forward hook with ``always_call=True`` raised an "
-                            f"exception that was silenced as another error was raised in "
-                            f"forward: {error}",
-                            stacklevel=2,
-                        )
+            run_always_called(self, args, kwargs, always or (), called)
             raise
 
     def _hooked_call(self, args, kwargs, called):
@@ -199,7 +195,8 @@ class Module(ModulePaths, ModuleHooks):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+        d = self.__dict__
+        if d.get("_backward_hooks") or d.get("_backward_pre_hooks") or has_global_backward():
             if not has_legacy_hooks(self):
                 return call_with_backward_hooks(
                     self, args, lambda a: self._forward(a, kwargs, called)
@@ -338,6 +335,7 @@ class Module(ModulePaths, ModuleHooks):
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(kn.nn.Parameter or None required)"
             )
+        param = param if param is None else registered(PARAMETER_HOOKS, self, name, param)
         self._buffers.pop(name, None)
         self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)
         self._modules.pop(name, None)
@@ -362,6 +360,7 @@ class Module(ModulePaths, ModuleHooks):
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                 "(a Tensor, an array or None required)"
             )
+        tensor = registered(BUFFER_HOOKS, self, name, tensor)
         if tensor is not None and not isinstance(tensor, Buffer):
             tensor = Buffer(tensor, persistent, name)
             tensor._is_buffer = False
@@ -379,6 +378,7 @@ class Module(ModulePaths, ModuleHooks):
         self._check_name(name, "module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise ArgumentTypeError(f"{type(module).__name__} is not a Module subclass")
+        module = registered(MODULE_HOOKS, self, name, module)
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
         self.__dict__.get("_non_persistent_buffers_set", set()).discard(name)

@@ -53,11 +53,14 @@ class RemovableHandle:
         self.hooks_ref = weakref.ref(hooks)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
+        self.flags: list = []  # the sets marking the hook (with_kwargs, always_call)
 
     def remove(self) -> None:
         hooks = self.hooks_ref()
         if hooks is not None:
             hooks.pop(self.id, None)
+        for flags in self.flags:
+            flags.discard(self.id)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -74,6 +77,9 @@ class _HookDict(dict):
 GLOBAL_FORWARD_PRE_HOOKS = _HookDict()
 GLOBAL_FORWARD_HOOKS = _HookDict()
 GLOBAL_FORWARD_HOOKS_WITH_KWARGS: set = set()
+GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED: set = set()
+GLOBAL_BACKWARD_HOOKS = _HookDict()
+GLOBAL_BACKWARD_PRE_HOOKS = _HookDict()
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
@@ -97,7 +103,8 @@ def register_module_forward_hook(hook, *, with_kwargs: bool = False,
     """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs,
     output)`) runs after every module's forward, before its own forward hooks; a result
     other than None replaces the output. As PyTorch's
-    `torch.nn.modules.module.register_module_forward_hook` (`always_call` is not supported).
+    `torch.nn.modules.module.register_module_forward_hook` (with `always_call`, it also runs
+    with output None when forward raises).
 
     >>> import kiln as kn
     >>> seen = []
@@ -107,12 +114,72 @@ def register_module_forward_hook(hook, *, with_kwargs: bool = False,
     >>> seen
     ['ReLU', 'Sequential']
     """
-    if always_call:
-        raise UsageError("register_module_forward_hook: always_call=True is not supported")
     handle = _add_hook(GLOBAL_FORWARD_HOOKS, hook, False)
-    if with_kwargs:
-        GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
+    for flags, on in ((GLOBAL_FORWARD_HOOKS_WITH_KWARGS, with_kwargs),
+                      (GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED, always_call)):  # fmt: skip
+        if on:
+            flags.add(handle.id)
+            handle.flags.append(flags)
     return handle
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    """`hook(module, grad_input, grad_output)` runs at every module's backward, before its own
+    full backward hooks; a tuple it returns replaces `grad_input`. As PyTorch's
+    `torch.nn.modules.module.register_module_full_backward_hook`.
+
+    >>> import kiln as kn
+    >>> seen = []
+    >>> h = kn.nn.modules.module.register_module_full_backward_hook(
+    ...     lambda m, gi, go: seen.append(type(m).__name__))
+    >>> kn.nn.Tanh()(kn.ones(2, requires_grad=True)).sum().backward(); h.remove()
+    >>> seen
+    ['Tanh']
+    """
+    return _add_hook(GLOBAL_BACKWARD_HOOKS, hook, False)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    """`hook(module, grad_output)` runs at every module's backward, before its own backward
+    pre-hooks; a tuple it returns replaces `grad_output`. As PyTorch's
+    `torch.nn.modules.module.register_module_full_backward_pre_hook`.
+
+    >>> import kiln as kn
+    >>> h = kn.nn.modules.module.register_module_full_backward_pre_hook(
+    ...     lambda m, go: (go[0] * 2,))
+    >>> x = kn.ones(2, requires_grad=True)
+    >>> kn.nn.Identity()(x * 1).sum().backward(); h.remove()
+    >>> x.grad
+    tensor([2., 2.])
+    """
+    return _add_hook(GLOBAL_BACKWARD_PRE_HOOKS, hook, False)
+
+
+def has_global_backward() -> bool:
+    """Whether a global backward hook or backward pre-hook is registered."""
+    return bool(GLOBAL_BACKWARD_HOOKS or GLOBAL_BACKWARD_PRE_HOOKS)
+
+
+def run_always_called(module, args: tuple, kwargs: dict, always, called: set) -> None:
+    """After forward raised: as PyTorch's, the `always_call` forward hooks (global, then the
+    module's `always`) not run yet run with output None; what they raise in turn is only
+    warned about, and forward's error goes on."""
+    hooks = [*GLOBAL_FORWARD_HOOKS.items(), *module._forward_hooks.items()]
+    for key, hook in hooks:
+        if (key in always or key in GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED) and key not in called:
+            try:
+                if key in GLOBAL_FORWARD_HOOKS_WITH_KWARGS or key in module.__dict__.get(
+                    "_forward_hooks_with_kwargs", ()
+                ):
+                    hook(module, args, kwargs, None)
+                else:
+                    hook(module, args, None)
+            except Exception as error:  # noqa: BLE001 (forward's error wins)
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that "
+                    f"was silenced as another error was raised in forward: {error}",
+                    stacklevel=4,
+                )
 
 
 class ModuleHooks:
@@ -185,11 +252,32 @@ class ModuleHooks:
 
         >>> import kiln as kn
         >>> m = kn.nn.Linear(2, 1)
-        >>> h = m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: sd.pop("bias"))
+        >>> def drop_bias(mod, sd, prefix, meta):  # returns None (else a RuntimeError)
+        ...     del sd[prefix + "bias"]
+        >>> h = m.register_state_dict_post_hook(drop_bias)
         >>> list(m.state_dict())
         ['weight']
         """
+        handle = _add_hook(self._state_dict_hooks, hook, False)
+        public = self.__dict__.get("_state_dict_post_hooks_public")
+        if public is None:
+            public = set()
+            object.__setattr__(self, "_state_dict_post_hooks_public", public)
+        public.add(handle.id)  # its result must be None (a RuntimeError otherwise)
+        return handle
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        """PyTorch's private form of `register_state_dict_post_hook`: a dict the hook returns
+        replaces the state dict of the module `state_dict` was called on."""
         return _add_hook(self._state_dict_hooks, hook, False)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """PyTorch's private form of `register_load_state_dict_pre_hook`: without
+        `with_module`, `hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`."""
+        if not with_module:
+            return self.register_load_state_dict_pre_hook(lambda module, *a: hook(*a))
+        return self.register_load_state_dict_pre_hook(hook)
 
     def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -209,9 +297,9 @@ class ModuleHooks:
         return _add_hook(self._load_state_dict_pre_hooks, hook, False)
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
-        """`hook(module, incompatible_keys)` runs before a strict `load_state_dict` refuses
-        missing or unexpected keys; emptying its lists in place accepts them. As PyTorch's
-        (where it runs after loading)."""
+        """`hook(module, incompatible_keys)` runs after `load_state_dict` loaded the values,
+        before a strict one refuses missing or unexpected keys; emptying its lists in place
+        accepts them. As PyTorch's."""
         return _add_hook(self._load_state_dict_post_hooks, hook, False)
 
     def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
@@ -300,16 +388,29 @@ class _Call:
             if isinstance(a, Tensor) and not a.requires_grad and dt.is_float(a.dtype)
         }  # fmt: skip
         self.grad_output = None
+        self.n_out, self.out_positions = 0, []  # tensor results; those taking a gradient
 
     def outputs_done(self, grads: tuple) -> tuple:
-        for hook in list(self.module._backward_pre_hooks.values()):
+        full = [None] * self.n_out  # one per tensor result, None where none flows (PyTorch's)
+        for k, g in zip(self.out_positions, grads):
+            full[k] = g
+        grads = tuple(full)
+        hooks = [*GLOBAL_BACKWARD_PRE_HOOKS.values(), *self.module._backward_pre_hooks.values()]
+        for hook in hooks:
             result = hook(self.module, grads)
             if result is not None:
-                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grads):
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of grad_output, got "
+                        f"{len(result)}, but expected {len(grads)}"
+                    )
+                grads = result
         self.grad_output = grads
+        grads = tuple(grads[k] for k in self.out_positions)
         if not self.positions:  # no argument takes a gradient: PyTorch runs the hooks here
             full = self.module.__dict__.get("_is_full_backward_hook") is not False
-            if full and self.module._backward_hooks:
+            if full and (self.module._backward_hooks or GLOBAL_BACKWARD_HOOKS):
                 warnings.warn(
                     "Full backward hook is firing when gradients are computed with respect to "
                     "module outputs since no inputs require gradients. See "
@@ -327,6 +428,8 @@ class _Call:
         return grads
 
     def inputs_done(self, grads: tuple) -> tuple:
+        if self.grad_output is None:  # the gradient did not come through the module's
+            return grads  # results (not a Tensor or a tuple): PyTorch runs no hook then
         grad_input = [None] * self.n_args
         for k, a in self.zeros.items():
             grad_input[k] = a.new_zeros(a.shape)  # as PyTorch gives them
@@ -338,7 +441,7 @@ class _Call:
     def _run_hooks(self, grad_input: tuple) -> tuple:
         if self.module.__dict__.get("_is_full_backward_hook") is False:
             return grad_input  # the deprecated kind's: `attach_legacy_hooks`
-        for hook in list(self.module._backward_hooks.values()):
+        for hook in [*GLOBAL_BACKWARD_HOOKS.values(), *self.module._backward_hooks.values()]:
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
                 result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
@@ -358,6 +461,7 @@ class BackwardHookFunction(Function):
     @staticmethod
     def forward(ctx, done, *xs):
         ctx.done = done
+        ctx.set_materialize_grads(False)  # an unreached result's gradient is None
         out = tuple(x.view_as(x) for x in xs)
         return out if len(out) != 1 else out[0]
 
@@ -381,11 +485,15 @@ def call_with_backward_hooks(module, args, run):
             args[k] = x
         args = tuple(args)
     output = run(args)
-    single = not isinstance(output, (tuple, list))
+    single = not isinstance(output, tuple)  # as PyTorch's: a Tensor or a tuple, not a list
+    if single and not isinstance(output, (Tensor, Symbol)):
+        return output
     outputs = [output] if single else list(output)
     where = [k for k, y in enumerate(outputs) if _differentiable(y)]
     if not where:
         return output
+    tensors = [k for k, y in enumerate(outputs) if isinstance(y, (Tensor, Symbol))]
+    call.n_out, call.out_positions = len(tensors), [tensors.index(k) for k in where]
     passed = BackwardHookFunction.apply(call.outputs_done, *(outputs[k] for k in where))
     passed = passed if isinstance(passed, tuple) else (passed,)
     for k, y in zip(where, passed):

@@ -269,13 +269,12 @@ def save_state(module, out, prefix: str, keep_vars: bool, args: tuple = ()):
     if not hooked:  # the common case: one flat walk
         for name, value in module._state_items():
             value = value.tensor()  # NOTE: syncs from the graph that used it last
-            out[prefix + name] = value if keep_vars else value.detach()
+            out[prefix + name] = value if keep_vars or _lazy(value) else value.detach()
         return out
-    _save(module, out, prefix, keep_vars)
-    return out
+    return _save(module, out, prefix, keep_vars)
 
 
-def _save(module, out, prefix, keep_vars) -> None:
+def _save(module, out, prefix, keep_vars):
     for hook in list(module._state_dict_pre_hooks.values()):
         hook(module, prefix, keep_vars)
     module._save_to_state_dict(out, prefix, keep_vars)
@@ -284,8 +283,14 @@ def _save(module, out, prefix, keep_vars) -> None:
             child.state_dict(destination=out, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
         elif child is not None:
             _save(child, out, f"{prefix}{name}.", keep_vars)
-    for hook in list(module._state_dict_hooks.values()):
-        hook(module, out, prefix, {"version": 1})
+    public = module.__dict__.get("_state_dict_post_hooks_public", ())
+    for key, hook in list(module._state_dict_hooks.items()):
+        result = hook(module, out, prefix, {"version": 1})
+        if result is not None:  # as PyTorch's: a private hook's dict replaces the top one's
+            if key in public:
+                raise RuntimeError("state_dict post-hook must return None")
+            out = result
+    return out
 
 
 def save_own(module, out, prefix: str, keep_vars: bool) -> None:
@@ -296,7 +301,7 @@ def save_own(module, out, prefix: str, keep_vars: bool) -> None:
     for name, value in own:
         if value is not None:
             value = value.tensor()
-            out[prefix + name] = value if keep_vars else value.detach()
+            out[prefix + name] = value if keep_vars or _lazy(value) else value.detach()
     if has_extra_state(module):
         out[prefix + "_extra_state"] = module.get_extra_state()
 
@@ -320,7 +325,8 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
     every key and shape; nothing changes on error. The modules' load pre-hooks run first
     (`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
     unexpected_keys, error_msgs)`, on a copy of `state` they may change), and their post-hooks
-    (`hook(module, incompatible_keys)`, which may empty its lists) before the strict check."""
+    (`hook(module, incompatible_keys)`, which may empty its lists) after loading, before the
+    strict check (as PyTorch's, the values are then loaded even where that check fails)."""
     tree = list(_tree(module))
     extra = {f"{p}_extra_state": m for m, p in tree if has_extra_state(m)}
     hook_errors: list = []
@@ -335,6 +341,10 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
                 if k not in local:
                     del state[k]
             state.update(local)
+    for m, p in tree:  # lazy modules take their shapes from the state (layers_lazy.py)
+        load_lazy = getattr(m, "_load_lazy", None)
+        if load_lazy is not None:
+            load_lazy(state, p)
     # as PyTorch's norm layers on a state dict without a version (kiln's never carry one, nor
     # do plain dicts): a missing num_batches_tracked keeps the module's own count
     kept = {f"{p}num_batches_tracked" for m, p in tree
@@ -343,26 +353,57 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
     missing = [k for k in [*own, *extra] if k not in state and k not in kept]
     unexpected = [k for k in state if k not in own and k not in extra]
     keys = IncompatibleKeys(missing, unexpected)
-    for m, _ in tree:
-        for hook in list(m._load_state_dict_post_hooks.values()):
-            if hook(m, keys) is not None:
-                raise call_error(
-                    StateDictError,
-                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                    "expected to return new values, if incompatible_keys need to be modified, "
-                    "it should be done inplace.",
-                    "load_state_dict",
-                )
+    both_lazy = {k for k in own if k in state and _lazy(own[k]) and _lazy(state[k])}
     errors = list(hook_errors) + [
         f"size mismatch for {k}: copying a param with shape {tuple(np.shape(state[k]))} from "
         f"checkpoint, the shape in current model is {tuple(own[k].shape)}"
         for k in own
-        if k in state and tuple(np.shape(state[k])) != tuple(own[k].shape)
+        if k in state and k not in both_lazy and tuple(np.shape(state[k])) != tuple(own[k].shape)
     ]
-    if strict and missing:
-        errors.insert(0, f"Missing key(s) in state_dict: {', '.join(missing)}")
-    if strict and unexpected:
-        errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(unexpected)}")
+    posted = any(m._load_state_dict_post_hooks for m, _ in tree)
+    if not posted:
+        _refuse(module, errors, keys, strict)
+    elif errors:
+        _refuse(module, errors, IncompatibleKeys([], []), strict)
+    if assign:
+        _assign_values(tree, state)
+    else:
+        for key, p in own.items():
+            if key in state and key not in both_lazy:  # (two uninitialized: stays so)
+                p.assign(state[key])
+    for key, m in extra.items():
+        if key in state:
+            m.set_extra_state(state[key])
+    if posted:  # as PyTorch's: after loading, before the strict check (which they may calm)
+        for m, _ in tree:
+            for hook in list(m._load_state_dict_post_hooks.values()):
+                if hook(m, keys) is not None:
+                    raise call_error(
+                        StateDictError,
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.",
+                        "load_state_dict",
+                    )
+        _refuse(module, [], keys, strict)
+    return keys
+
+
+def _lazy(value) -> bool:
+    """Whether `value` is an uninitialized parameter or buffer (a lazy module's, which
+    `state_dict` gives as it is, as PyTorch's)."""
+    from .layers_lazy import is_lazy  # NOTE: lazy: layers_lazy builds on Module
+
+    return is_lazy(value)
+
+
+def _refuse(module, errors: list, keys: IncompatibleKeys, strict: bool) -> None:
+    """Raises `load_state_dict`'s error for `errors` and (if `strict`) the keys' mismatch."""
+    errors = list(errors)
+    if strict and keys.missing_keys:
+        errors.insert(0, f"Missing key(s) in state_dict: {', '.join(keys.missing_keys)}")
+    if strict and keys.unexpected_keys:
+        errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(keys.unexpected_keys)}")
     if errors:
         raise call_error(
             StateDictError,
@@ -370,13 +411,3 @@ def load_state(module, own: dict, state, strict: bool, assign: bool = False) -> 
             + "\n\t".join(errors),
             "load_state_dict",
         )
-    if assign:
-        _assign_values(tree, state)
-    else:
-        for key, p in own.items():
-            if key in state:
-                p.assign(state[key])
-    for key, m in extra.items():
-        if key in state:
-            m.set_extra_state(state[key])
-    return keys

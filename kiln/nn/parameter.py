@@ -570,3 +570,12 @@ class Buffer(ModuleValue):
 
     def __reduce_ex__(self, protocol):
         return (type(self), (self.value, self.persistent, self.name))
+
+
+def __getattr__(name: str):
+    """PyTorch's lazy names of `torch.nn.parameter` (defined in kiln/nn/layers_lazy.py)."""
+    if name in ("UninitializedParameter", "UninitializedBuffer", "is_lazy"):
+        from . import layers_lazy  # NOTE: lazy: layers_lazy builds on this module
+
+        return getattr(layers_lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

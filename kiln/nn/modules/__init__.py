@@ -18,6 +18,7 @@ from . import (
     conv,
     dropout,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,
@@ -32,5 +33,5 @@ _nn = _sys.modules[__name__.rpartition(".")[0]]  # kiln.nn (which imports this l
 __all__ = [n for n in _nn.__all__ if isinstance(getattr(_nn, n, None), type)]
 globals().update((n, getattr(_nn, n)) for n in __all__)
 __all__ += ["activation", "batchnorm", "container", "conv", "dropout", "instancenorm",
-            "linear", "loss", "module", "normalization", "pooling", "rnn", "sparse",
+            "lazy", "linear", "loss", "module", "normalization", "pooling", "rnn", "sparse",
             "utils"]  # fmt: skip

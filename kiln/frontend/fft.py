@@ -9,11 +9,11 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
-    ArgumentError,
-    DTypeError,
     DTypeMismatchError,
     ShapeError,
+    UnknownModeError,
     UnsupportedDTypeError,
+    UsageError,
     call_error,
 )
 from . import math as m
@@ -36,8 +36,8 @@ _DUAL = {None: "forward", "backward": "forward", "forward": "backward", "ortho":
 
 
 def _scale(norm, forward: bool, fn: str) -> str:
-    if norm not in _SCALE:
-        raise ArgumentError(f'{fn}: Invalid normalization mode: "{norm}"')
+    if norm not in _SCALE:  # (PyTorch's RuntimeError)
+        raise UnknownModeError(f'{fn}: Invalid normalization mode: "{norm}"')
     return _SCALE[norm][0 if forward else 1]
 
 
@@ -47,7 +47,7 @@ def _input(input, fn: str, real: bool = False):  # noqa: A002
     (x,) = lift(input)
     d = x.dtype
     if d in (dt.float16, dt.bfloat16) or dt.is_storage_only(d):
-        raise call_error(DTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
+        raise call_error(UnsupportedDTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
     if real:
         if d.kind == "c":
             raise call_error(  # (PyTorch's RuntimeError)
@@ -91,34 +91,43 @@ def _resize(x, axis: int, n: int, fn: str):
 
 
 def _sizes(x, axes, s, fn: str):
-    """`x` resized to `s` along `axes` (an entry of -1 keeps the size)."""
-    if s is not None:
-        for a, n in zip(axes, s):
-            if n != -1:
-                x = _resize(x, a, int(n), fn)
+    """`x` resized to `s` along `axes` (an entry of -1 keeps the size, which must not be 0)."""
+    for k, a in enumerate(axes):
+        n = -1 if s is None else int(s[k])
+        if n == -1:
+            n = ts.static_dim(x, a, fn)
+            if n < 1:
+                raise call_error(
+                    ShapeError, f"{fn}: Invalid number of data points ({n}) specified", fn, x
+                )  # fmt: skip
+        else:
+            x = _resize(x, a, n, fn)
     return x
 
 
 def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
     x = _input(input, fn)
+    scale = _scale(norm, forward, fn)
     axes = _axes(x, dim, s, fn)
     x = _sizes(x, axes, s, fn)
     if not axes:
         return x
-    return call("fft_c2c", x, axes=axes, forward=forward, scale=_scale(norm, forward, fn))
+    return call("fft_c2c", x, axes=axes, forward=forward, scale=scale)
 
 
 def _r2c(input, s, dim, norm, fn: str, forward: bool = True):  # noqa: A002
     x = _input(input, fn, real=True)
+    scale = _scale(norm, forward, fn)
     axes = _axes(x, dim, s, fn)
     x = _sizes(x, axes, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
-    return call("fft_r2c", x, axes=axes, scale=_scale(norm, forward, fn))
+    return call("fft_r2c", x, axes=axes, scale=scale)
 
 
 def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
     x = _input(input, fn)
+    scale = _scale(norm, forward, fn)
     axes = _axes(x, dim, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
@@ -131,10 +140,13 @@ def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
         raise call_error(ShapeError, f"{fn}: Invalid number of data points ({n}) specified", fn, x)
     x = _sizes(x, axes[:-1], None if s is None else s[:-1], fn)
     x = _resize(x, last, n // 2 + 1, fn)
-    return call("fft_c2r", x, axes=axes, n=n, scale=_scale(norm, forward, fn))
+    return call("fft_c2r", x, axes=axes, n=n, scale=scale)
 
 
-def _one(n):
+def _one(n, fn: str):
+    """A 1-D transform's `n` as `s` (where -1 is refused, as PyTorch's)."""
+    if n is not None and int(n) < 1:
+        raise ShapeError(f"{fn}: Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
 
 
@@ -147,7 +159,7 @@ def fft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.fft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
     """
-    return _c2c(input, _one(n), dim, norm, True, "fft_fft")
+    return _c2c(input, _one(n, "fft_fft"), dim, norm, True, "fft_fft")
 
 
 @takes_out
@@ -158,7 +170,7 @@ def ifft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.ifft(kn.fft.fft(kn.tensor([1.0, 2.0, 3.0]))).real
     tensor([1., 2., 3.])
     """
-    return _c2c(input, _one(n), dim, norm, False, "fft_ifft")
+    return _c2c(input, _one(n, "fft_ifft"), dim, norm, False, "fft_ifft")
 
 
 @takes_out
@@ -217,7 +229,7 @@ def rfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j])
     """
-    return _r2c(input, _one(n), dim, norm, "fft_rfft")
+    return _r2c(input, _one(n, "fft_rfft"), dim, norm, "fft_rfft")
 
 
 @takes_out
@@ -229,7 +241,7 @@ def irfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.irfft(kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0])))
     tensor([1., 2., 3., 4.])
     """
-    return _c2r(input, _one(n), dim, norm, "fft_irfft")
+    return _c2r(input, _one(n, "fft_irfft"), dim, norm, "fft_irfft")
 
 
 @takes_out
@@ -287,7 +299,8 @@ def hfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.hfft(kn.tensor([1.0, 2.0, 3.0]))
     tensor([ 8., -2.,  0., -2.])
     """
-    return _c2r(conj(_input(input, "fft_hfft")), _one(n), dim, _DUAL[norm], "fft_hfft")
+    n = _one(n, "fft_hfft")
+    return _c2r(conj(_input(input, "fft_hfft")), n, dim, _DUAL.get(norm, norm), "fft_hfft")
 
 
 @takes_out
@@ -300,8 +313,8 @@ def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     tensor([1.-0.j, 2.-0.j, 3.-0.j])
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, _one(n), dim, _DUAL[norm], "fft_ihfft"))
+        raise UnknownModeError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
+    return conj(_r2c(input, _one(n, "fft_ihfft"), dim, _DUAL.get(norm, norm), "fft_ihfft"))
 
 
 @takes_out
@@ -338,8 +351,8 @@ def hfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     kiln.Size([2, 4])
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_hfftn: Invalid normalization mode: "{norm}"')
-    return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL[norm], "fft_hfftn")
+        raise UnknownModeError(f'fft_hfftn: Invalid normalization mode: "{norm}"')
+    return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL.get(norm, norm), "fft_hfftn")
 
 
 @takes_out
@@ -352,8 +365,8 @@ def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     tensor(1.-0.j)
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, s, dim, _DUAL[norm], "fft_ihfftn"))
+        raise UnknownModeError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
+    return conj(_r2c(input, s, dim, _DUAL.get(norm, norm), "fft_ihfftn"))
 
 
 def _freq_dtype(dtype):
@@ -399,8 +412,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
 def _shift(input, dim, sign: int):  # noqa: A002
     (x,) = lift(input)
     dims = tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    if not dims:
-        return x
+    if not dims:  # (PyTorch's RuntimeError)
+        raise call_error(UsageError, "fftshift: `shifts` required (an empty dim)", "fftshift", x)
     shifts = [sign * (ts.static_dim(x, sh.normalize_axis(d, x.ndim), "fftshift") // 2)
               for d in dims]  # fmt: skip
     return ts.roll(x, shifts, dims)

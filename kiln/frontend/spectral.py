@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, ShapeError, UsageError, call_error
+from ..errors import ShapeError, UsageError, call_error
 from . import fft as F
 from . import shape as s
 from .complex_numbers import view_as_complex, view_as_real
@@ -36,8 +36,8 @@ def _window(window, win_length: int, n_fft: int, like, fn: str):
 def _lengths(n_fft, hop_length, win_length, fn):
     hop = n_fft // 4 if hop_length is None else int(hop_length)
     win = n_fft if win_length is None else int(win_length)
-    if n_fft <= 0 or hop <= 0 or not 0 < win <= n_fft:
-        raise ArgumentError(
+    if n_fft <= 0 or hop <= 0 or not 0 < win <= n_fft:  # (PyTorch's RuntimeError)
+        raise UsageError(
             f"{fn}: expected 0 < n_fft, 0 < hop_length and 0 < win_length <= n_fft, got "
             f"n_fft={n_fft}, hop_length={hop}, win_length={win}"
         )

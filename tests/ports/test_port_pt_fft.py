@@ -197,6 +197,39 @@ def _(lib, x):
     return _resolved(lib.autograd.grad(y.sum(), x))
 
 
+@case("nd_complex_gradients", Leaf.of(C3D))
+def _(lib, x):
+    w = lib.arange(60.0).reshape(3, 4, 5) * 0.01
+    ys = (lib.fft.irfftn(x, s=(3, 4, 5)) * w, lib.fft.hfftn(x, s=(3, 4, 5)) * w,
+          lib.fft.ifftn(x, dim=(0, 2), norm="forward").real,
+          lib.fft.hfft2(x, s=(4, 5), norm="ortho") * w[0],
+          lib.fft.irfft2(x, s=(3, 8)).cos())  # fmt: skip
+    return _resolved(lib.autograd.grad(y.sum(), x)[0] for y in ys)
+
+
+@case("nd_real_gradients", Leaf.of(R3D))
+def _(lib, x):
+    ys = (lib.fft.ihfftn(x).imag, lib.fft.ihfft2(x, s=(3, 5)).real.exp(),
+          lib.fft.rfftn(x, dim=(0, 2), norm="forward").abs(), lib.fft.fftn(x).angle(),
+          lib.fft.rfft(x, n=2).real)  # fmt: skip
+    return tuple(lib.autograd.grad(y.sum(), x)[0] for y in ys)
+
+
+@case("tensor_methods_and_out", R, C)
+def _(lib, r, c):
+    out = lib.empty(0, dtype=lib.complex64)
+    lib.fft.fft(r, n=4, out=out)
+    out2 = lib.empty(0)
+    lib.fft.irfft(c, out=out2)
+    return out, out2, lib.fft.fftfreq(3, out=lib.empty(0)), r.stft(4, return_complex=True)
+
+
+@case("complex128_through_all", C.astype(np.complex128))
+def _(lib, x):
+    return _resolved((lib.fft.fft(x), lib.fft.irfft(x), lib.fft.hfft(x), lib.fft.ifftn(x),
+                      lib.fft.irfft2(x), lib.fft.ihfft(x.real), lib.fft.rfft(x.real)))  # fmt: skip
+
+
 # -- empty and size-1 dims ---------------------------------------------------------------------
 
 

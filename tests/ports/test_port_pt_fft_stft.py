@@ -16,6 +16,7 @@ f32 = np.float32
 
 SIG = rng.standard_normal(40).astype(f32)
 BATCH = rng.standard_normal((2, 33)).astype(f32)
+SPEC = (rng.standard_normal((5, 21)) + 1j * rng.standard_normal((5, 21))).astype(np.complex64)
 CSIG = (rng.standard_normal(32) + 1j * rng.standard_normal(32)).astype(np.complex64)
 
 SCENARIOS = Scenarios()
@@ -76,6 +77,18 @@ def _(lib, x):
 def _(lib, x):
     y = lib.stft(x, 8, hop_length=3, window=lib.hann_window(8), return_complex=True)
     return lib.autograd.grad(y.abs().sum(), x)[0]
+
+
+@case("stft_window_gradient", SIG, Leaf.of(np.hanning(8).astype(f32)))
+def _(lib, x, w):
+    y = lib.stft(x, 8, hop_length=3, window=w, normalized=True, return_complex=True)
+    return lib.autograd.grad(y.abs().sum(), w)[0]
+
+
+@case("stft_onesided_false_real_and_batch_gradient", Leaf.of(BATCH))
+def _(lib, x):
+    y = lib.stft(x, 6, hop_length=2, onesided=False, return_complex=True)
+    return y, lib.autograd.grad((y.real * y.imag).sum(), x)[0]
 
 
 @case("stft_requires_return_complex", SIG)
@@ -179,6 +192,22 @@ def _(lib, x):
     z = lib.stft(x, 8, hop_length=2, window=w, return_complex=True)
     y = lib.istft(z * 1.5, 8, hop_length=2, window=w) * lib.arange(40.0)
     return lib.autograd.grad(y.sum(), x)[0]
+
+
+@case("istft_complex_gradient", Leaf.of(SPEC))
+def _(lib, z):
+    w = lib.hann_window(8)
+    y = lib.istft(z, 8, hop_length=2, window=w, length=38) * lib.linspace(0, 1, 38)
+    return lib.autograd.grad(y.sum(), z)[0].resolve_conj()
+
+
+@case("istft_center_false_length", SIG)
+def _(lib, x):
+    w = lib.ones(8)
+    z = lib.stft(x, 8, hop_length=4, window=w, center=False, return_complex=True)
+    return (lib.istft(z, 8, hop_length=4, window=w, center=False),
+            lib.istft(z, 8, hop_length=4, window=w, center=False, length=36),
+            lib.istft(z, 8, hop_length=4, window=w, center=False, length=44))  # fmt: skip
 
 
 @case("istft_real_input_refused", SIG)

@@ -10,6 +10,7 @@ from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
     DTypeMismatchError,
+    IndexOutOfRangeError,
     ShapeError,
     UnknownModeError,
     UnsupportedDTypeError,
@@ -20,7 +21,9 @@ from . import math as m
 from . import torch_shape as ts
 from .complex_numbers import conj
 from .core import call, lift
+from .fft_layouts import laid_out_as_torch
 from .out import factory_out, takes_out
+from .result_layouts import c_ordered
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
@@ -64,6 +67,10 @@ def _axes(x, dim, s, fn: str) -> tuple:
             return tuple(range(x.ndim))
         return tuple(range(x.ndim - len(s), x.ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if dims and x.ndim == 0:  # (PyTorch's IndexError)
+        raise IndexOutOfRangeError(
+            f"{fn}: Dimension specified as {dims[0]} but tensor has no dimensions"
+        )
     axes = tuple(sh.normalize_axis(int(d), x.ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise call_error(ShapeError, f"{fn}: dims must be unique, got {dims}", fn, x)
@@ -87,11 +94,13 @@ def _resize(x, axis: int, n: int, fn: str):
                      for k in range(x.ndim))  # fmt: skip
         return call("index", x, spec=spec)
     width = tuple((0, n - have) if k == axis else (0, 0) for k in range(x.ndim))
-    return call("pad", x, pad_width=width, value=0.0)
+    return c_ordered(call("pad", x, pad_width=width, value=0.0))  # (PyTorch's pad's layout)
 
 
 def _sizes(x, axes, s, fn: str):
     """`x` resized to `s` along `axes` (an entry of -1 keeps the size, which must not be 0)."""
+    if s is None and getattr(getattr(x, "_data", None), "size", 0):
+        return x  # (an eager tensor with elements: no dim of size 0)
     for k, a in enumerate(axes):
         n = -1 if s is None else int(s[k])
         if n == -1:
@@ -112,17 +121,18 @@ def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
     x = _sizes(x, axes, s, fn)
     if not axes:
         return x
-    return call("fft_c2c", x, axes=axes, forward=forward, scale=scale)
+    out = call("fft_c2c", x, axes=axes, forward=forward, scale=scale)
+    return laid_out_as_torch(out, x, "c2c", axes)
 
 
-def _r2c(input, s, dim, norm, fn: str, forward: bool = True):  # noqa: A002
+def _r2c(input, s, dim, norm, fn: str, forward: bool = True, kind: str = "r2c"):  # noqa: A002
     x = _input(input, fn, real=True)
     scale = _scale(norm, forward, fn)
     axes = _axes(x, dim, s, fn)
     x = _sizes(x, axes, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
-    return call("fft_r2c", x, axes=axes, scale=scale)
+    return laid_out_as_torch(call("fft_r2c", x, axes=axes, scale=scale), x, kind, axes)
 
 
 def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
@@ -140,7 +150,7 @@ def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
         raise call_error(ShapeError, f"{fn}: Invalid number of data points ({n}) specified", fn, x)
     x = _sizes(x, axes[:-1], None if s is None else s[:-1], fn)
     x = _resize(x, last, n // 2 + 1, fn)
-    return call("fft_c2r", x, axes=axes, n=n, scale=scale)
+    return laid_out_as_torch(call("fft_c2r", x, axes=axes, n=n, scale=scale), x, "c2r", axes)
 
 
 def _one(n, fn: str):
@@ -366,7 +376,7 @@ def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     """
     if norm not in _DUAL:
         raise UnknownModeError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, s, dim, _DUAL.get(norm, norm), "fft_ihfftn"))
+    return conj(_r2c(input, s, dim, _DUAL.get(norm, norm), "fft_ihfftn", kind="ihfft"))
 
 
 def _freq_dtype(dtype):

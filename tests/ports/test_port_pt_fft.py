@@ -411,19 +411,20 @@ def test_empty_batch_dims_give_empty_results():
     ] * 2
 
 
+@case("strides_of_transforms_over_outer_dims", R, C3D)
+def _(lib, r, c):
+    t = c.transpose(0, 2)
+    return tuple(y.stride() for y in (
+        lib.fft.fft(r, dim=0), lib.fft.rfft(r, dim=0), lib.fft.ifft(c, n=7, dim=1),
+        lib.fft.irfftn(t, dim=(2, 0)), lib.fft.ihfftn(t.real, dim=(2, 1)),
+        lib.fft.hfftn(t, dim=(0, 1)), lib.fft.fftn(t, s=(3, 2), dim=(1, 0)),
+        lib.fft.fft2(c, dim=(0, 1)), lib.fft.ihfft(t.real, dim=1)))  # fmt: skip
+
+
 # -- the test ----------------------------------------------------------------------------------
 
-SCENARIOS.xfail.update({
-    "strides_of_transposed_inputs": "torch lays the transformed dims of fft over a dim list, "
-    "and of rfft over a batched-outer dim, innermost ((1, 4, 60, 12) and (1, 15, 45, 3)); kiln's "
-    "results keep the input's order there ((5, 20, 60, 1) and (5, 15, 45, 1))",
-    "strides_of_channels_last_rfft": "torch keeps a channels-last input's channels innermost "
-    "((36, 1, 9, 3)); kiln's result is contiguous ((36, 3, 9, 1))",
-})  # fmt: skip
 SCENARIOS.eager_only.update({
     "fftfreq_requires_grad": "a factory's leaf flags, an eager matter",
-    "strides_of_transposed_inputs": "strides are an eager tensor's layout",
-    "strides_of_channels_last_rfft": "strides are an eager tensor's layout",
 })  # fmt: skip
 
 

@@ -110,11 +110,11 @@ def laid_out_as_torch(out, x, kind: str, axes):
         if len(_EAGER) >= 4096:
             _EAGER.clear()
         _EAGER[key] = want
-    if tuple(k * data.itemsize for k in want) != data.strides:
-        from .layouts import strided_probe  # NOTE: lazy (the layout walk)
-        from .result_layouts import laid_out
-
-        out._data = laid_out(data, strided_probe(data.shape, want, 0))
+    steps = tuple(k * data.itemsize for k in want)
+    if steps != data.strides:  # (a dense layout: the memory of data.size elements)
+        copy = np.ndarray(data.shape, data.dtype, np.empty(data.size, data.dtype), 0, steps)
+        copy[...] = data
+        out._data = copy
     return out
 
 

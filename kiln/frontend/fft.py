@@ -379,12 +379,14 @@ def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     return conj(_r2c(input, s, dim, _DUAL.get(norm, norm), "fft_ihfftn", kind="ihfft"))
 
 
-def _freq_dtype(dtype):
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
-    if dtype.kind not in "fc":  # PyTorch's refusal (an int64 out= too)
-        raise UnsupportedDTypeError(
-            f"fftfreq requires a floating point or complex dtype, got {dtype}"
+def _freq_dtype(dtype, length: int = 0):
+    if length < 0:  # (PyTorch's RuntimeError)
+        raise ShapeError(
+            f"fftfreq: Trying to create tensor with negative dimension {length}: [{length}]"
         )
+    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    if dtype.kind != "f":  # PyTorch's refusal (an int64 out= too; complex: its arange's)
+        raise UnsupportedDTypeError(f"fftfreq requires a floating point dtype, got {dtype}")
     return dtype
 
 
@@ -400,7 +402,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
     from ..eager import factories
 
     k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
-    values = (k / (n * d)).astype(_freq_dtype(dtype))
+    values = (k / (n * d)).astype(_freq_dtype(dtype, n))
     return factories.tensor(values, device=device, requires_grad=requires_grad)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ShapeError, UsageError, call_error
+from ..errors import DTypeMismatchError, ShapeError, UsageError, call_error
 from . import fft as F
+from . import math as m
 from . import shape as s
 from .complex_numbers import view_as_complex, view_as_real
 from .core import lift
@@ -63,6 +64,11 @@ def stft(
     from ..nn import functional as nnf
 
     (x,) = lift(input)
+    if x.dtype.kind not in "fc":  # (PyTorch's RuntimeError)
+        raise call_error(
+            DTypeMismatchError, "stft: expected a tensor of floating point or complex values, "
+            f"got {x.dtype}", "stft", x,
+        )  # fmt: skip
     if return_complex is None:
         if x.dtype.kind != "c" and not (window is not None and lift(window)[0].dtype.kind == "c"):
             raise call_error(
@@ -169,7 +175,11 @@ def istft(
         frames = F.ifft(spectrum, n=n_fft, dim=-1, norm=norm)
     else:  # a real signal: its half spectrum, as PyTorch's (the rest is ignored)
         frames = F.irfft(spectrum[:, :, : n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
-    values = _window_values(window, win, n_fft, frames.dtype)
+    values = _window_values(window, win, n_fft)
+    dtype = dt.promote(frames.dtype, values.dtype)  # (a float64 window: a float64 signal)
+    if dtype != frames.dtype:
+        frames = m.cast(frames, dtype)
+    values = values.astype(dtype)
     frames = frames * lift(values, context=(frames,))[0]
     total = n_fft + hop * (frames_n - 1)
     signal = nnf.fold(s.transpose(frames, 1, 2), output_size=(1, total), kernel_size=(1, n_fft),
@@ -192,11 +202,11 @@ def istft(
     return signal if batched else s.reshape(signal, (signal.shape[1],))
 
 
-def _window_values(window, win_length: int, n_fft: int, dtype) -> np.ndarray:
+def _window_values(window, win_length: int, n_fft: int) -> np.ndarray:
     """istft's window as an array (ones if None), zero-padded in the middle of `n_fft` points:
     the overlap-add divides by its squares, so it must be a value, not a graph input."""
     if window is None:
-        values = np.ones(win_length, dtype)
+        values = np.ones(win_length, np.float32)  # (promotes to any signal's dtype)
     elif hasattr(window, "graph"):  # a Symbol: only a constant has a value
         if window.op.name != "constant":
             raise UsageError("istft: the window must be a constant (a tensor or an array)")
@@ -209,7 +219,7 @@ def _window_values(window, win_length: int, n_fft: int, dtype) -> np.ndarray:
             f"but got window with size {list(values.shape)}"
         )
     left = (n_fft - win_length) // 2
-    return np.pad(values.astype(dtype), (left, n_fft - win_length - left))
+    return np.pad(values, (left, n_fft - win_length - left))
 
 
 def _envelope(window, n_fft, hop, frames_n, total):

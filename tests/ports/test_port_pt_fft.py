@@ -363,6 +363,16 @@ def _(lib):
     return lib.fft.fftfreq(4, dtype=lib.int64)
 
 
+@case("fftfreq_complex_dtype_refused")
+def _(lib):
+    return lib.fft.fftfreq(4, dtype=lib.complex64)
+
+
+@case("fftfreq_negative_n_refused")
+def _(lib):
+    return lib.fft.fftfreq(-1)
+
+
 @case("fftshift_ifftshift", R3D)
 def _(lib, x):
     return (lib.fft.fftshift(x), lib.fft.ifftshift(x), lib.fft.fftshift(x, dim=1),

@@ -210,6 +210,19 @@ def _(lib, x):
             lib.istft(z, 8, hop_length=4, window=w, center=False, length=44))  # fmt: skip
 
 
+@case("istft_float64_window_promotes", SIG)
+def _(lib, x):
+    z = lib.stft(x, 8, hop_length=2, return_complex=True)
+    w64 = lib.hann_window(8, dtype=lib.float64)
+    return (lib.istft(z, 8, hop_length=2, window=w64),
+            lib.istft(z.to(lib.complex128), 8, hop_length=2, window=lib.hann_window(8)))  # fmt: skip
+
+
+@case("stft_integer_input_refused")
+def _(lib):
+    return lib.stft(lib.arange(40), 8, return_complex=True)
+
+
 @case("istft_real_input_refused", SIG)
 def _(lib, x):
     return lib.istft(x.reshape(5, 4, 2), 8)

@@ -180,11 +180,20 @@ def istft(
     if dtype != frames.dtype:
         frames = m.cast(frames, dtype)
     values = values.astype(dtype)
-    frames = frames * lift(values, context=(frames,))[0]
     total = n_fft + hop * (frames_n - 1)
-    signal = nnf.fold(s.transpose(frames, 1, 2), output_size=(1, total), kernel_size=(1, n_fft),
-                      stride=(1, hop))  # fmt: skip
-    signal = s.reshape(signal, (signal.shape[0], total))
+
+    def overlap_add(frames):  # (B, T, n_fft) -> (B, total)
+        out = nnf.fold(s.transpose(frames, 1, 2), output_size=(1, total),
+                       kernel_size=(1, n_fft), stride=(1, hop))  # fmt: skip
+        return s.reshape(out, (out.shape[0], total))
+
+    # a window that requires grad: its gradient through the frames and the envelope too
+    graded = getattr(window, "requires_grad", False) and not hasattr(window, "graph")
+    w = lift(values, context=(frames,))[0]
+    if graded:
+        w = m.cast(_window(window, win, n_fft, frames, "istft"), dtype)
+    frames = frames * w
+    signal = overlap_add(frames)
     envelope = _envelope(values, n_fft, hop, frames_n, total)
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else start + int(length)
@@ -196,6 +205,8 @@ def istft(
         )  # fmt: skip
     (env,) = lift(envelope.astype(signal.dtype if envelope.dtype.kind == "c"
                                   else dt.to_real(signal.dtype)), context=(signal,))  # fmt: skip
+    if graded:  # Σ_t window²(n - t·hop) of the window itself
+        env = overlap_add(s.reshape(w * w, (1, 1, n_fft)).expand(1, frames_n, n_fft))[0]
     signal = signal[:, start : min(end, total)] / env[start : min(end, total)]
     if end > total:
         signal = s.pad(signal, ((0, 0), (0, end - total)))

@@ -21,6 +21,10 @@ CSIG = (rng.standard_normal(32) + 1j * rng.standard_normal(32)).astype(np.comple
 
 SCENARIOS = Scenarios()
 case = SCENARIOS.case
+SCENARIOS.eager_only["istft_window_gradient"] = (
+    "kiln's istft needs a constant window under kn.compile (its overlap-add envelope is "
+    "checked for the NOLA condition as a value)"
+)
 
 
 # -- stft --------------------------------------------------------------------------------------
@@ -214,13 +218,21 @@ def _(lib, x):
 def _(lib, x):
     z = lib.stft(x, 8, hop_length=2, return_complex=True)
     w64 = lib.hann_window(8, dtype=lib.float64)
-    return (lib.istft(z, 8, hop_length=2, window=w64),
-            lib.istft(z.to(lib.complex128), 8, hop_length=2, window=lib.hann_window(8)))  # fmt: skip
+    return (
+        lib.istft(z, 8, hop_length=2, window=w64),
+        lib.istft(z.to(lib.complex128), 8, hop_length=2, window=lib.hann_window(8)),
+    )
 
 
 @case("stft_integer_input_refused")
 def _(lib):
     return lib.stft(lib.arange(40), 8, return_complex=True)
+
+
+@case("istft_window_gradient", SPEC, Leaf.of(np.hanning(8).astype(f32) + 0.1))
+def _(lib, z, w):
+    y = lib.istft(z, 8, hop_length=2, window=w, length=38) * lib.linspace(0, 1, 38)
+    return lib.autograd.grad(y.sum(), w)[0]
 
 
 @case("istft_real_input_refused", SIG)

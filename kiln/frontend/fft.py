@@ -61,7 +61,8 @@ def _input(input, fn: str, real: bool = False):  # noqa: A002
 
 
 def _axes(x, dim, s, fn: str) -> tuple:
-    """The transformed dims (PyTorch's defaults: all, or the last len(s))."""
+    """The transformed dims (PyTorch's defaults: all, or the last len(s)); `s` already a
+    tuple (`_shape_arg`)."""
     if dim is None:
         if s is None:
             return tuple(range(x.ndim))
@@ -80,6 +81,11 @@ def _axes(x, dim, s, fn: str) -> tuple:
             fn, x,
         )  # fmt: skip
     return axes
+
+
+def _shape_arg(s):
+    """`s` as a tuple (an int, as PyTorch's, is one size)."""
+    return (s,) if isinstance(s, (int, np.integer)) else s
 
 
 def _resize(x, axis: int, n: int, fn: str):
@@ -117,6 +123,7 @@ def _sizes(x, axes, s, fn: str):
 def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
     x = _input(input, fn)
     scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
     x = _sizes(x, axes, s, fn)
     if not axes:
@@ -128,6 +135,7 @@ def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
 def _r2c(input, s, dim, norm, fn: str, forward: bool = True, kind: str = "r2c"):  # noqa: A002
     x = _input(input, fn, real=True)
     scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
     x = _sizes(x, axes, s, fn)
     if not axes:
@@ -138,6 +146,7 @@ def _r2c(input, s, dim, norm, fn: str, forward: bool = True, kind: str = "r2c"):
 def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
     x = _input(input, fn)
     scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
@@ -385,7 +394,9 @@ def _freq_dtype(dtype, length: int = 0):
             f"fftfreq: Trying to create tensor with negative dimension {length}: [{length}]"
         )
     dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
-    if dtype.kind != "f":  # PyTorch's refusal (an int64 out= too; complex: its arange's)
+    if (
+        dtype.kind != "f" and dtype != dt.bfloat16
+    ):  # PyTorch's refusal (an int64 out= too; complex: its arange's)
         raise UnsupportedDTypeError(f"fftfreq requires a floating point dtype, got {dtype}")
     return dtype
 

@@ -352,6 +352,22 @@ def _(lib):
             lib.fft.fftfreq(1), lib.fft.rfftfreq(1), lib.fft.fftfreq(0))  # fmt: skip
 
 
+@case("fftfreq_half_dtypes")
+def _(lib):
+    b, rb = lib.fft.fftfreq(4, dtype=lib.bfloat16), lib.fft.rfftfreq(5, dtype=lib.bfloat16)
+    return b.dtype, b.float(), rb.dtype, rb.float(), lib.fft.fftfreq(4, dtype=lib.float16)
+
+
+@case("s_as_an_int", R, C)
+def _(lib, r, c):
+    return (
+        lib.fft.fftn(r, s=5),
+        lib.fft.rfftn(r, s=6),
+        lib.fft.irfftn(c, s=4),
+        lib.fft.ifft2(c, s=3, dim=0),
+    )
+
+
 @case("fftfreq_requires_grad")
 def _(lib):
     f = lib.fft.fftfreq(4, requires_grad=True)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
+    ArgumentTypeError,
     DTypeMismatchError,
     IndexOutOfRangeError,
     ShapeError,
@@ -162,8 +163,14 @@ def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
     return laid_out_as_torch(call("fft_c2r", x, axes=axes, n=n, scale=scale), x, "c2r", axes)
 
 
-def _one(n, fn: str):
-    """A 1-D transform's `n` as `s` (where -1 is refused, as PyTorch's)."""
+def _one(n, dim, fn: str):
+    """A 1-D transform's `n` as `s` (where -1 is refused, as PyTorch's); `n` and `dim` must
+    be ints (PyTorch's TypeError)."""
+    for name, v in (("n", n), ("dim", dim)):
+        if not isinstance(v, (int, np.integer)) and (v is not None or name == "dim"):
+            raise ArgumentTypeError(
+                f"{fn}(): argument '{name}' must be int, not {type(v).__name__}"
+            )
     if n is not None and int(n) < 1:
         raise ShapeError(f"{fn}: Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
@@ -178,7 +185,7 @@ def fft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.fft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
     """
-    return _c2c(input, _one(n, "fft_fft"), dim, norm, True, "fft_fft")
+    return _c2c(input, _one(n, dim, "fft_fft"), dim, norm, True, "fft_fft")
 
 
 @takes_out
@@ -189,7 +196,7 @@ def ifft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.ifft(kn.fft.fft(kn.tensor([1.0, 2.0, 3.0]))).real
     tensor([1., 2., 3.])
     """
-    return _c2c(input, _one(n, "fft_ifft"), dim, norm, False, "fft_ifft")
+    return _c2c(input, _one(n, dim, "fft_ifft"), dim, norm, False, "fft_ifft")
 
 
 @takes_out
@@ -248,7 +255,7 @@ def rfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j])
     """
-    return _r2c(input, _one(n, "fft_rfft"), dim, norm, "fft_rfft")
+    return _r2c(input, _one(n, dim, "fft_rfft"), dim, norm, "fft_rfft")
 
 
 @takes_out
@@ -260,7 +267,7 @@ def irfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.irfft(kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0])))
     tensor([1., 2., 3., 4.])
     """
-    return _c2r(input, _one(n, "fft_irfft"), dim, norm, "fft_irfft")
+    return _c2r(input, _one(n, dim, "fft_irfft"), dim, norm, "fft_irfft")
 
 
 @takes_out
@@ -318,7 +325,7 @@ def hfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.hfft(kn.tensor([1.0, 2.0, 3.0]))
     tensor([ 8., -2.,  0., -2.])
     """
-    n = _one(n, "fft_hfft")
+    n = _one(n, dim, "fft_hfft")
     return _c2r(conj(_input(input, "fft_hfft")), n, dim, _DUAL.get(norm, norm), "fft_hfft")
 
 
@@ -333,7 +340,7 @@ def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     """
     if norm not in _DUAL:
         raise UnknownModeError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, _one(n, "fft_ihfft"), dim, _DUAL.get(norm, norm), "fft_ihfft"))
+    return conj(_r2c(input, _one(n, dim, "fft_ihfft"), dim, _DUAL.get(norm, norm), "fft_ihfft"))
 
 
 @takes_out

@@ -292,6 +292,16 @@ def _(lib, x):
     return lib.fft.fftn(x, s=(2, 2, 2))
 
 
+@case("float_n_refused", R)
+def _(lib, x):
+    return lib.fft.rfft(x, n=5.0)
+
+
+@case("dim_list_of_a_1d_transform_refused", R)
+def _(lib, x):
+    return lib.fft.fft(x, dim=[0])
+
+
 @case("bad_norm_refused", R)
 def _(lib, x):
     return lib.fft.fft(x, norm="bogus")

@@ -48,7 +48,11 @@ def _scale(norm, forward: bool, fn: str) -> str:
 def _input(input, fn: str, real: bool = False):  # noqa: A002
     """`input` lifted, in the dtype the transform computes in: complex (or, for `real`, float)
     of its precision; integers and bools in the default float's."""
-    (x,) = lift(input)
+    return _cast(lift(input)[0], fn, real)
+
+
+def _cast(x, fn: str, real: bool = False):
+    """x (lifted) in the dtype its transform computes in (`_input`)."""
     d = x.dtype
     if d in (dt.float16, dt.bfloat16) or dt.is_storage_only(d):
         raise call_error(UnsupportedDTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
@@ -122,26 +126,30 @@ def _sizes(x, axes, s, fn: str):
 
 
 def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
-    x = _input(input, fn)
+    (source,) = lift(input)
+    x = _cast(source, fn)
     scale = _scale(norm, forward, fn)
     s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
-    x = _sizes(x, axes, s, fn)
+    resized = _sizes(x, axes, s, fn)
     if not axes:
-        return x
-    out = call("fft_c2c", x, axes=axes, forward=forward, scale=scale)
-    return laid_out_as_torch(out, x, "c2c", axes)
+        return resized
+    out = call("fft_c2c", resized, axes=axes, forward=forward, scale=scale)
+    # (laid out from the input's strides, not its cast's: PyTorch transforms a real one)
+    return laid_out_as_torch(out, source if resized is x else resized, "c2c", axes)
 
 
 def _r2c(input, s, dim, norm, fn: str, forward: bool = True, kind: str = "r2c"):  # noqa: A002
-    x = _input(input, fn, real=True)
+    (source,) = lift(input)
+    x = _cast(source, fn, real=True)
     scale = _scale(norm, forward, fn)
     s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
-    x = _sizes(x, axes, s, fn)
+    resized = _sizes(x, axes, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
-    return laid_out_as_torch(call("fft_r2c", x, axes=axes, scale=scale), x, kind, axes)
+    out = call("fft_r2c", resized, axes=axes, scale=scale)
+    return laid_out_as_torch(out, source if resized is x else resized, kind, axes)
 
 
 def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002

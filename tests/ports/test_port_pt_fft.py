@@ -457,6 +457,13 @@ def _(lib, r, c):
         lib.fft.fft2(c, dim=(0, 1)), lib.fft.ihfft(t.real, dim=1)))  # fmt: skip
 
 
+@case("strides_of_expanded_and_flipped_inputs", R3D)
+def _(lib, x):
+    e = x[:, :1].expand(2, 3, 4)
+    return tuple(y.stride() for y in (lib.fft.fft(e, dim=0), lib.fft.rfft(e, dim=1),
+                                      lib.fft.fftn(x.flip(1), dim=(0, 2))))  # fmt: skip
+
+
 # -- the test ----------------------------------------------------------------------------------
 
 SCENARIOS.eager_only.update({

@@ -9,18 +9,22 @@ import numpy as np
 from .. import dtypes as dt
 from .. import shapes as sh
 from ..errors import (
-    ArgumentError,
-    DTypeError,
+    ArgumentTypeError,
     DTypeMismatchError,
+    IndexOutOfRangeError,
     ShapeError,
+    UnknownModeError,
     UnsupportedDTypeError,
+    UsageError,
     call_error,
 )
 from . import math as m
 from . import torch_shape as ts
 from .complex_numbers import conj
 from .core import call, lift
+from .fft_layouts import laid_out_as_torch
 from .out import factory_out, takes_out
+from .result_layouts import c_ordered
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
@@ -36,18 +40,22 @@ _DUAL = {None: "forward", "backward": "forward", "forward": "backward", "ortho":
 
 
 def _scale(norm, forward: bool, fn: str) -> str:
-    if norm not in _SCALE:
-        raise ArgumentError(f'{fn}: Invalid normalization mode: "{norm}"')
+    if norm not in _SCALE:  # (PyTorch's RuntimeError)
+        raise UnknownModeError(f'{fn}: Invalid normalization mode: "{norm}"')
     return _SCALE[norm][0 if forward else 1]
 
 
 def _input(input, fn: str, real: bool = False):  # noqa: A002
     """`input` lifted, in the dtype the transform computes in: complex (or, for `real`, float)
     of its precision; integers and bools in the default float's."""
-    (x,) = lift(input)
+    return _cast(lift(input)[0], fn, real)
+
+
+def _cast(x, fn: str, real: bool = False):
+    """x (lifted) in the dtype its transform computes in (`_input`)."""
     d = x.dtype
     if d in (dt.float16, dt.bfloat16) or dt.is_storage_only(d):
-        raise call_error(DTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
+        raise call_error(UnsupportedDTypeError, f"{fn}: Unsupported dtype {d}", fn, x)
     if real:
         if d.kind == "c":
             raise call_error(  # (PyTorch's RuntimeError)
@@ -58,12 +66,17 @@ def _input(input, fn: str, real: bool = False):  # noqa: A002
 
 
 def _axes(x, dim, s, fn: str) -> tuple:
-    """The transformed dims (PyTorch's defaults: all, or the last len(s))."""
+    """The transformed dims (PyTorch's defaults: all, or the last len(s)); `s` already a
+    tuple (`_shape_arg`)."""
     if dim is None:
         if s is None:
             return tuple(range(x.ndim))
         return tuple(range(x.ndim - len(s), x.ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if dims and x.ndim == 0:  # (PyTorch's IndexError)
+        raise IndexOutOfRangeError(
+            f"{fn}: Dimension specified as {dims[0]} but tensor has no dimensions"
+        )
     axes = tuple(sh.normalize_axis(int(d), x.ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise call_error(ShapeError, f"{fn}: dims must be unique, got {dims}", fn, x)
@@ -73,6 +86,11 @@ def _axes(x, dim, s, fn: str) -> tuple:
             fn, x,
         )  # fmt: skip
     return axes
+
+
+def _shape_arg(s):
+    """`s` as a tuple (an int, as PyTorch's, is one size)."""
+    return (s,) if isinstance(s, (int, np.integer)) else s
 
 
 def _resize(x, axis: int, n: int, fn: str):
@@ -87,38 +105,57 @@ def _resize(x, axis: int, n: int, fn: str):
                      for k in range(x.ndim))  # fmt: skip
         return call("index", x, spec=spec)
     width = tuple((0, n - have) if k == axis else (0, 0) for k in range(x.ndim))
-    return call("pad", x, pad_width=width, value=0.0)
+    return c_ordered(call("pad", x, pad_width=width, value=0.0))  # (PyTorch's pad's layout)
 
 
 def _sizes(x, axes, s, fn: str):
-    """`x` resized to `s` along `axes` (an entry of -1 keeps the size)."""
-    if s is not None:
-        for a, n in zip(axes, s):
-            if n != -1:
-                x = _resize(x, a, int(n), fn)
+    """`x` resized to `s` along `axes` (an entry of -1 keeps the size, which must not be 0)."""
+    if s is None and getattr(getattr(x, "_data", None), "size", 0):
+        return x  # (an eager tensor with elements: no dim of size 0)
+    for k, a in enumerate(axes):
+        n = -1 if s is None else int(s[k])
+        if n == -1:
+            n = ts.static_dim(x, a, fn)
+            if n < 1:
+                raise call_error(
+                    ShapeError, f"{fn}: Invalid number of data points ({n}) specified", fn, x
+                )  # fmt: skip
+        else:
+            x = _resize(x, a, n, fn)
     return x
 
 
 def _c2c(input, s, dim, norm, forward: bool, fn: str):  # noqa: A002
-    x = _input(input, fn)
+    (source,) = lift(input)
+    x = _cast(source, fn)
+    scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
-    x = _sizes(x, axes, s, fn)
+    resized = _sizes(x, axes, s, fn)
     if not axes:
-        return x
-    return call("fft_c2c", x, axes=axes, forward=forward, scale=_scale(norm, forward, fn))
+        return resized
+    out = call("fft_c2c", resized, axes=axes, forward=forward, scale=scale)
+    # (laid out from the input's strides, not its cast's: PyTorch transforms a real one)
+    return laid_out_as_torch(out, source if resized is x else resized, "c2c", axes)
 
 
-def _r2c(input, s, dim, norm, fn: str, forward: bool = True):  # noqa: A002
-    x = _input(input, fn, real=True)
+def _r2c(input, s, dim, norm, fn: str, forward: bool = True, kind: str = "r2c"):  # noqa: A002
+    (source,) = lift(input)
+    x = _cast(source, fn, real=True)
+    scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
-    x = _sizes(x, axes, s, fn)
+    resized = _sizes(x, axes, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
-    return call("fft_r2c", x, axes=axes, scale=_scale(norm, forward, fn))
+    out = call("fft_r2c", resized, axes=axes, scale=scale)
+    return laid_out_as_torch(out, source if resized is x else resized, kind, axes)
 
 
 def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
     x = _input(input, fn)
+    scale = _scale(norm, forward, fn)
+    s = _shape_arg(s)
     axes = _axes(x, dim, s, fn)
     if not axes:
         raise call_error(ShapeError, f"{fn} must transform at least one axis", fn, x)
@@ -131,10 +168,19 @@ def _c2r(input, s, dim, norm, fn: str, forward: bool = False):  # noqa: A002
         raise call_error(ShapeError, f"{fn}: Invalid number of data points ({n}) specified", fn, x)
     x = _sizes(x, axes[:-1], None if s is None else s[:-1], fn)
     x = _resize(x, last, n // 2 + 1, fn)
-    return call("fft_c2r", x, axes=axes, n=n, scale=_scale(norm, forward, fn))
+    return laid_out_as_torch(call("fft_c2r", x, axes=axes, n=n, scale=scale), x, "c2r", axes)
 
 
-def _one(n):
+def _one(n, dim, fn: str):
+    """A 1-D transform's `n` as `s` (where -1 is refused, as PyTorch's); `n` and `dim` must
+    be ints (PyTorch's TypeError)."""
+    for name, v in (("n", n), ("dim", dim)):
+        if not isinstance(v, (int, np.integer)) and (v is not None or name == "dim"):
+            raise ArgumentTypeError(
+                f"{fn}(): argument '{name}' must be int, not {type(v).__name__}"
+            )
+    if n is not None and int(n) < 1:
+        raise ShapeError(f"{fn}: Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
 
 
@@ -147,7 +193,7 @@ def fft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.fft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
     """
-    return _c2c(input, _one(n), dim, norm, True, "fft_fft")
+    return _c2c(input, _one(n, dim, "fft_fft"), dim, norm, True, "fft_fft")
 
 
 @takes_out
@@ -158,7 +204,7 @@ def ifft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.ifft(kn.fft.fft(kn.tensor([1.0, 2.0, 3.0]))).real
     tensor([1., 2., 3.])
     """
-    return _c2c(input, _one(n), dim, norm, False, "fft_ifft")
+    return _c2c(input, _one(n, dim, "fft_ifft"), dim, norm, False, "fft_ifft")
 
 
 @takes_out
@@ -217,7 +263,7 @@ def rfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j])
     """
-    return _r2c(input, _one(n), dim, norm, "fft_rfft")
+    return _r2c(input, _one(n, dim, "fft_rfft"), dim, norm, "fft_rfft")
 
 
 @takes_out
@@ -229,7 +275,7 @@ def irfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.irfft(kn.fft.rfft(kn.tensor([1.0, 2.0, 3.0, 4.0])))
     tensor([1., 2., 3., 4.])
     """
-    return _c2r(input, _one(n), dim, norm, "fft_irfft")
+    return _c2r(input, _one(n, dim, "fft_irfft"), dim, norm, "fft_irfft")
 
 
 @takes_out
@@ -287,7 +333,8 @@ def hfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     >>> kn.fft.hfft(kn.tensor([1.0, 2.0, 3.0]))
     tensor([ 8., -2.,  0., -2.])
     """
-    return _c2r(conj(_input(input, "fft_hfft")), _one(n), dim, _DUAL[norm], "fft_hfft")
+    n = _one(n, dim, "fft_hfft")
+    return _c2r(conj(_input(input, "fft_hfft")), n, dim, _DUAL.get(norm, norm), "fft_hfft")
 
 
 @takes_out
@@ -300,8 +347,8 @@ def ihfft(input, n=None, dim=-1, norm=None):  # noqa: A002
     tensor([1.-0.j, 2.-0.j, 3.-0.j])
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, _one(n), dim, _DUAL[norm], "fft_ihfft"))
+        raise UnknownModeError(f'fft_ihfft: Invalid normalization mode: "{norm}"')
+    return conj(_r2c(input, _one(n, dim, "fft_ihfft"), dim, _DUAL.get(norm, norm), "fft_ihfft"))
 
 
 @takes_out
@@ -338,8 +385,8 @@ def hfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     kiln.Size([2, 4])
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_hfftn: Invalid normalization mode: "{norm}"')
-    return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL[norm], "fft_hfftn")
+        raise UnknownModeError(f'fft_hfftn: Invalid normalization mode: "{norm}"')
+    return _c2r(conj(_input(input, "fft_hfftn")), s, dim, _DUAL.get(norm, norm), "fft_hfftn")
 
 
 @takes_out
@@ -352,16 +399,20 @@ def ihfftn(input, s=None, dim=None, norm=None):  # noqa: A002
     tensor(1.-0.j)
     """
     if norm not in _DUAL:
-        raise ArgumentError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
-    return conj(_r2c(input, s, dim, _DUAL[norm], "fft_ihfftn"))
+        raise UnknownModeError(f'fft_ihfftn: Invalid normalization mode: "{norm}"')
+    return conj(_r2c(input, s, dim, _DUAL.get(norm, norm), "fft_ihfftn", kind="ihfft"))
 
 
-def _freq_dtype(dtype):
-    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
-    if dtype.kind not in "fc":  # PyTorch's refusal (an int64 out= too)
-        raise UnsupportedDTypeError(
-            f"fftfreq requires a floating point or complex dtype, got {dtype}"
+def _freq_dtype(dtype, length: int = 0):
+    if length < 0:  # (PyTorch's RuntimeError)
+        raise ShapeError(
+            f"fftfreq: Trying to create tensor with negative dimension {length}: [{length}]"
         )
+    dtype = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
+    if (
+        dtype.kind != "f" and dtype != dt.bfloat16
+    ):  # PyTorch's refusal (an int64 out= too; complex: its arange's)
+        raise UnsupportedDTypeError(f"fftfreq requires a floating point dtype, got {dtype}")
     return dtype
 
 
@@ -377,7 +428,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
     from ..eager import factories
 
     k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
-    values = (k / (n * d)).astype(_freq_dtype(dtype))
+    values = (k / (n * d)).astype(_freq_dtype(dtype, n))
     return factories.tensor(values, device=device, requires_grad=requires_grad)
 
 
@@ -399,8 +450,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, device="cpu", requires_grad=False):
 def _shift(input, dim, sign: int):  # noqa: A002
     (x,) = lift(input)
     dims = tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    if not dims:
-        return x
+    if not dims:  # (PyTorch's RuntimeError)
+        raise call_error(UsageError, "fftshift: `shifts` required (an empty dim)", "fftshift", x)
     shifts = [sign * (ts.static_dim(x, sh.normalize_axis(d, x.ndim), "fftshift") // 2)
               for d in dims]  # fmt: skip
     return ts.roll(x, shifts, dims)

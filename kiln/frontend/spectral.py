@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, ShapeError, UsageError, call_error
+from ..errors import DTypeMismatchError, ShapeError, UsageError, call_error
 from . import fft as F
+from . import math as m
 from . import shape as s
 from .complex_numbers import view_as_complex, view_as_real
 from .core import lift
@@ -36,8 +37,8 @@ def _window(window, win_length: int, n_fft: int, like, fn: str):
 def _lengths(n_fft, hop_length, win_length, fn):
     hop = n_fft // 4 if hop_length is None else int(hop_length)
     win = n_fft if win_length is None else int(win_length)
-    if n_fft <= 0 or hop <= 0 or not 0 < win <= n_fft:
-        raise ArgumentError(
+    if n_fft <= 0 or hop <= 0 or not 0 < win <= n_fft:  # (PyTorch's RuntimeError)
+        raise UsageError(
             f"{fn}: expected 0 < n_fft, 0 < hop_length and 0 < win_length <= n_fft, got "
             f"n_fft={n_fft}, hop_length={hop}, win_length={win}"
         )
@@ -63,6 +64,11 @@ def stft(
     from ..nn import functional as nnf
 
     (x,) = lift(input)
+    if x.dtype.kind not in "fc":  # (PyTorch's RuntimeError)
+        raise call_error(
+            DTypeMismatchError, "stft: expected a tensor of floating point or complex values, "
+            f"got {x.dtype}", "stft", x,
+        )  # fmt: skip
     if return_complex is None:
         if x.dtype.kind != "c" and not (window is not None and lift(window)[0].dtype.kind == "c"):
             raise call_error(
@@ -169,12 +175,25 @@ def istft(
         frames = F.ifft(spectrum, n=n_fft, dim=-1, norm=norm)
     else:  # a real signal: its half spectrum, as PyTorch's (the rest is ignored)
         frames = F.irfft(spectrum[:, :, : n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
-    values = _window_values(window, win, n_fft, frames.dtype)
-    frames = frames * lift(values, context=(frames,))[0]
+    values = _window_values(window, win, n_fft)
+    dtype = dt.promote(frames.dtype, values.dtype)  # (a float64 window: a float64 signal)
+    if dtype != frames.dtype:
+        frames = m.cast(frames, dtype)
+    values = values.astype(dtype)
     total = n_fft + hop * (frames_n - 1)
-    signal = nnf.fold(s.transpose(frames, 1, 2), output_size=(1, total), kernel_size=(1, n_fft),
-                      stride=(1, hop))  # fmt: skip
-    signal = s.reshape(signal, (signal.shape[0], total))
+
+    def overlap_add(frames):  # (B, T, n_fft) -> (B, total)
+        out = nnf.fold(s.transpose(frames, 1, 2), output_size=(1, total),
+                       kernel_size=(1, n_fft), stride=(1, hop))  # fmt: skip
+        return s.reshape(out, (out.shape[0], total))
+
+    # a window that requires grad: its gradient through the frames and the envelope too
+    graded = getattr(window, "requires_grad", False) and not hasattr(window, "graph")
+    w = lift(values, context=(frames,))[0]
+    if graded:
+        w = m.cast(_window(window, win, n_fft, frames, "istft"), dtype)
+    frames = frames * w
+    signal = overlap_add(frames)
     envelope = _envelope(values, n_fft, hop, frames_n, total)
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else start + int(length)
@@ -186,17 +205,19 @@ def istft(
         )  # fmt: skip
     (env,) = lift(envelope.astype(signal.dtype if envelope.dtype.kind == "c"
                                   else dt.to_real(signal.dtype)), context=(signal,))  # fmt: skip
+    if graded:  # Σ_t window²(n - t·hop) of the window itself
+        env = overlap_add(s.reshape(w * w, (1, 1, n_fft)).expand(1, frames_n, n_fft))[0]
     signal = signal[:, start : min(end, total)] / env[start : min(end, total)]
     if end > total:
         signal = s.pad(signal, ((0, 0), (0, end - total)))
     return signal if batched else s.reshape(signal, (signal.shape[1],))
 
 
-def _window_values(window, win_length: int, n_fft: int, dtype) -> np.ndarray:
+def _window_values(window, win_length: int, n_fft: int) -> np.ndarray:
     """istft's window as an array (ones if None), zero-padded in the middle of `n_fft` points:
     the overlap-add divides by its squares, so it must be a value, not a graph input."""
     if window is None:
-        values = np.ones(win_length, dtype)
+        values = np.ones(win_length, np.float32)  # (promotes to any signal's dtype)
     elif hasattr(window, "graph"):  # a Symbol: only a constant has a value
         if window.op.name != "constant":
             raise UsageError("istft: the window must be a constant (a tensor or an array)")
@@ -209,7 +230,7 @@ def _window_values(window, win_length: int, n_fft: int, dtype) -> np.ndarray:
             f"but got window with size {list(values.shape)}"
         )
     left = (n_fft - win_length) // 2
-    return np.pad(values.astype(dtype), (left, n_fft - win_length - left))
+    return np.pad(values, (left, n_fft - win_length - left))
 
 
 def _envelope(window, n_fft, hop, frames_n, total):

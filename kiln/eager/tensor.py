@@ -107,9 +107,9 @@ def mark_pieces(pieces, name: str, saved: dict | None = None) -> tuple:
     (`_saved_dim`...)."""
     for k, p in enumerate(pieces):
         if isinstance(p, Tensor) and p._requires_grad:
-            meta = meta_of(p)
-            meta.multi = (k, name, version_of(p).value, meta.base_fn)
-            meta.base_fn = PIECE  # (so `check_view` looks at each use)
+            meta = meta_of(p)  # (a piece of a piece keeps the first one's base state)
+            kept = meta.multi[2:] if meta.base_fn is PIECE else (version_of(p).value, meta.base_fn)
+            meta.multi, meta.base_fn = (k, name, *kept), PIECE  # (`check_view` sees each use)
             node = meta.grad_fn
             if node is not None:
                 node.label = f"{name}Backward0"
@@ -137,11 +137,10 @@ def check_view(t, meta: Meta, op=None) -> None:
         return
     now = base._grad_fn
     if now is not meta.base_fn:
-        multi = getattr(meta, "multi", None)
-        if multi is not None and now is multi[3] and version_of(base).value == multi[2]:
-            return  # a piece of split/unbind whose base has not changed in place since
-        if multi is not None:  # PyTorch refuses to take a piece's history again, after any
-            # in-place change of its base, recorded or not (through `detach()`, no_grad)
+        multi = getattr(meta, "multi", None)  # (a piece of split/unbind: PyTorch refuses it
+        if multi is not None:  # after any in-place change of its base, through detach() too)
+            if now is multi[3] and version_of(base).value == multi[2]:
+                return  # (its base has not changed in place since)
             if op is not None and not _records(op):
                 return  # (its values are its memory's: only its history is out of date)
             raise node_error(

@@ -101,8 +101,9 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     Each tensor or array is one entry named by its path of keys (`model.fc1.weight`,
     `optimizer.state.0.exp_avg`); the structure and the Python values are typed JSON in the
     header's metadata. Nothing is pickled. A path is written atomically (see `write_atomic`).
-    `metadata` is free text (str -> str) kept in the header too. Two references to one tensor
-    are saved as two copies.
+    `metadata` is free text (str -> str) kept in the header too. Tensors that share memory (a
+    tensor and its views, one tensor saved twice) are saved as their storage, once, and share
+    it again when loaded.
 
     >>> import kiln as kn, numpy as np, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")

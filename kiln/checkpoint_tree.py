@@ -36,6 +36,7 @@ def _error(message: str):
 class _Flattener:
     def __init__(self):
         self.arrays: dict = {}
+        self.views: list = []  # (node, array) of each CPU tensor saved, for `share`
 
     def name(self, path: list) -> str:
         base = ".".join(str(p) for p in path) or "_"
@@ -61,10 +62,12 @@ class _Flattener:
             kind = next(k for k, t in _SCALARS.items() if k != "none" and isinstance(obj, t))
             return {"t": kind, "v": _SCALARS[kind](obj)}  # a subclass (IntEnum, np.str_)
         if isinstance(obj, Parameter):
-            return self.array(path, "parameter", obj.numpy(), rg=bool(obj.requires_grad))
+            node = self.array(path, "parameter", obj.numpy(), rg=bool(obj.requires_grad))
+            return self.viewed(node, obj)
         if isinstance(obj, Tensor):
-            return self.array(path, "tensor", obj.detach().cpu().numpy(),
+            node = self.array(path, "tensor", obj.detach().cpu().numpy(),
                               rg=bool(obj.requires_grad), dev=str(obj.device))  # fmt: skip
+            return self.viewed(node, obj)
         if isinstance(obj, Variable):
             return self.array(path, "ndarray", obj.numpy())
         if isinstance(obj, Symbol):
@@ -86,6 +89,38 @@ class _Flattener:
         where = ".".join(map(str, path)) or "the object"
         raise _error(f"cannot save {where}: it is a {type(obj).__name__}; {_KINDS}")
 
+    def viewed(self, node: dict, t) -> dict:
+        if t.device.type == "cpu" and isinstance(t._data, np.ndarray):
+            self.views.append((node, t._data))
+        return node
+
+    def share(self) -> None:
+        """Tensors that view one storage (a tensor and its views, one tensor saved twice) are
+        saved as that storage, once, and each as (offset, shape, strides) into it: loaded,
+        they share memory again, as PyTorch's do. Memory kiln cannot address as one storage
+        (another dtype's view, negative strides) stays a copy of its own."""
+        from .eager.storage import _root  # NOTE: lazy, eager sits above checkpoints
+
+        groups: dict = {}
+        for node, data in self.views:
+            root = _root(data)
+            groups.setdefault(id(root), (root, []))[1].append((node, data))
+        for root, members in groups.values():
+            if len(members) < 2 or not root.flags.c_contiguous:
+                continue
+            item = root.itemsize
+            members = [(n, d) for n, d in members
+                       if d.dtype == root.dtype and all(st >= 0 for st in d.strides)]  # fmt: skip
+            if len(members) < 2:
+                continue
+            key = self.name(["storage", members[0][0]["k"]])
+            self.arrays[key] = root.reshape(-1)
+            for node, data in members:
+                del self.arrays[node.pop("k")]
+                offset = (_address(data) - _address(root)) // item
+                node.update(s=key, o=offset, sh=list(data.shape),
+                            st=[st // item for st in data.strides])  # fmt: skip
+
     def key(self, key, path) -> dict:
         if key is None or isinstance(key, (bool, int, float, str)):
             return self.node(key, path)
@@ -100,6 +135,7 @@ def flatten(obj) -> tuple[dict, str]:
     """({entry name: array}, structure as JSON) of a nested object."""
     f = _Flattener()
     tree = f.node(obj, [])
+    f.share()
     return f.arrays, json.dumps(tree, separators=(",", ":"))
 
 
@@ -107,6 +143,7 @@ class _Builder:
     def __init__(self, path: str, arrays: dict, map_location):
         self.path, self.arrays, self.map_location = path, arrays, map_location
         self.used: set = set()
+        self.storages: dict = {}  # the base tensor of each shared storage, by its entry name
 
     def fail(self, what: str):
         from .checkpoint import _invalid
@@ -174,14 +211,45 @@ class _Builder:
         if kind == "bytes":
             return self.array(node).tobytes()
         if kind == "parameter":
+            if "s" in node:  # a view of a shared storage: a Parameter over that memory
+                view = self.view(node)
+                p = Parameter(view, requires_grad=bool(node.get("rg", True)))
+                p._data = view._data
+                return p
             return Parameter(self.array(node), requires_grad=bool(node.get("rg", True)))
         if kind == "tensor":
-            t = make(self.array(node))
+            t = self.view(node) if "s" in node else make(self.array(node))
             device = self.device(str(node.get("dev", "cpu")))
             if device != "cpu":
                 t = _to_device(t, device, self.path)
             return t.requires_grad_(True) if node.get("rg") else t
         raise self.fail(f"has a node of unknown type {kind!r}")
+
+    def view(self, node):
+        """The tensor of a node saved as a view of a shared storage (`_Flattener.share`)."""
+        from .eager.tensor import make
+
+        key = node["s"]
+        base = self.storages.get(key)
+        if base is None:
+            array = self.array({"k": key})
+            if array.ndim != 1:
+                raise self.fail(f"names storage {key!r}, which is not 1-d")
+            base = self.storages[key] = make(array)
+        size, stride, offset = node.get("sh"), node.get("st"), node.get("o")
+        ints = [offset, *(size if isinstance(size, list) else [None]),
+                *(stride if isinstance(stride, list) else [None])]  # fmt: skip
+        if not all(type(n) is int and n >= 0 for n in ints) or len(size) != len(stride):
+            raise self.fail(f"has a view of {key!r} with a bad offset, shape or strides")
+        last = offset + sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else -1
+        if last >= base._data.size:
+            raise self.fail(f"has a view past the end of storage {key!r}")
+        return make(np.ndarray(size, base._data.dtype, base._data, offset * base._data.itemsize,
+                               [st * base._data.itemsize for st in stride]))  # fmt: skip
+
+
+def _address(array) -> int:
+    return array.__array_interface__["data"][0]
 
 
 def _to_device(t, device: str, path: str):

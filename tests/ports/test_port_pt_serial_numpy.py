@@ -1,0 +1,265 @@
+"""PyTorch's NumPy interop tests (test_numpy_interop.py) as an oracle: from_numpy, numpy(),
+`__array__`, memory shared both ways, the dtype mapping, as_tensor and tensors of NumPy
+scalars, each a scenario run on torch 2.13 and on kiln (`pt_oracle.Scenarios`, eager only:
+NumPy memory is no graph's), comparing values, dtypes, shapes, sharing and exception types.
+
+Expected values: torch 2.13 (the oracle).
+"""
+
+import numpy as np
+import pytest
+from pt_oracle import Scenarios, assert_same
+
+import kiln as kn
+
+torch = pytest.importorskip("torch")
+
+SCENARIOS = Scenarios()
+case = SCENARIOS.case
+NP_DTYPES = (np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int8, np.uint8,
+             np.int16, np.int32, np.int64, np.bool_, np.uint16, np.uint32, np.uint64)  # fmt: skip
+
+
+def _name(dtype):
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+@case("from_numpy_dtype_table")
+def _(lib):
+    return [_name(lib.from_numpy(np.zeros(2, d)).dtype) for d in NP_DTYPES]
+
+
+@case("numpy_dtype_table")
+def _(lib):
+    out = []
+    for d in NP_DTYPES:
+        out.append(str(lib.from_numpy(np.ones(2, d)).numpy().dtype))
+    return out
+
+
+@case("from_numpy_shares_both_ways")
+def _(lib):
+    a = np.arange(6.0).reshape(2, 3)
+    t = lib.from_numpy(a)
+    a[0, 0] = 10
+    t[1, 2] = 20
+    return t, a.tolist(), t.numpy().base is not None or np.shares_memory(t.numpy(), a)
+
+
+@case("numpy_shares_with_tensor")
+def _(lib):
+    t = lib.zeros(3)
+    n = t.numpy()
+    n[1] = 5
+    t.add_(1)
+    return t, n.tolist()
+
+
+@case("from_numpy_non_contiguous_shares")
+def _(lib):
+    a = np.arange(12.0).reshape(3, 4)[:, ::2]
+    t = lib.from_numpy(a)
+    a[2, 1] = -1
+    return t, t.stride()
+
+
+@case("from_numpy_negative_strides")
+def _(lib):
+    return lib.from_numpy(np.arange(5.0)[::-1])
+
+
+@case("from_numpy_unsupported_dtype")
+def _(lib):
+    return lib.from_numpy(np.array(["a", "b"]))
+
+
+@case("from_numpy_object_dtype")
+def _(lib):
+    return lib.from_numpy(np.array([1, "x"], dtype=object))
+
+
+@case("from_numpy_not_an_array")
+def _(lib):
+    return lib.from_numpy([1, 2])
+
+
+@case("from_numpy_zero_d_and_empty")
+def _(lib):
+    return lib.from_numpy(np.array(3.5)), lib.from_numpy(np.zeros((0, 2), np.int32))
+
+
+@case("from_numpy_non_native_byte_order")
+def _(lib):
+    return lib.from_numpy(np.arange(3, dtype=">i4"))
+
+
+@case("numpy_requires_grad_raises")
+def _(lib):
+    return lib.ones(2, requires_grad=True).numpy()
+
+
+@case("numpy_force")
+def _(lib):
+    t = lib.ones(2, requires_grad=True)
+    n = t.numpy(force=True)
+    return n.tolist(), str(n.dtype)
+
+
+@case("asarray_of_tensor")
+def _(lib):
+    t = lib.arange(4.0)
+    a = np.asarray(t)
+    a[0] = 9
+    return t, str(np.asarray(lib.tensor([1, 2])).dtype), np.asarray(t, dtype=np.int64).tolist()
+
+
+@case("asarray_requires_grad_raises")
+def _(lib):
+    return np.asarray(lib.ones(2, requires_grad=True))
+
+
+@case("array_of_zero_d")
+def _(lib):
+    a = np.array(lib.tensor(2.5))
+    return a.shape, str(a.dtype), float(a)
+
+
+@case("tensor_plus_numpy_scalars")
+def _(lib):
+    t = lib.ones(2)
+    i = lib.ones(2, dtype=lib.int32)
+    return (t + np.float64(1.5), np.float64(1.5) + t, i + np.float64(0.5), i * np.int64(3),
+            t * np.float32(2), i + np.int8(1), t + np.bool_(True))  # fmt: skip
+
+
+@case("tensor_of_numpy_scalars")
+def _(lib):
+    return (lib.tensor(np.float64(1.5)), lib.tensor(np.int16(3)), lib.tensor(np.bool_(True)),
+            lib.tensor([np.float32(1), np.float32(2)]), lib.tensor(np.float32(2.5)),
+            lib.tensor([np.int64(1), 2]), lib.tensor(np.complex64(1 + 2j)))  # fmt: skip
+
+
+@case("tensor_of_zero_d_arrays")
+def _(lib):
+    return lib.tensor(np.array(3, np.uint8)), lib.as_tensor(np.array(True))
+
+
+@case("tensor_of_a_list_of_zero_d_arrays")
+def _(lib):
+    return lib.tensor([np.array(1.0), np.array(2.0)])
+
+
+@case("tensor_of_array_copies")
+def _(lib):
+    a = np.ones(3, np.float32)
+    t = lib.tensor(a)
+    a[0] = 5
+    return t
+
+
+@case("as_tensor_shares_and_converts")
+def _(lib):
+    a = np.ones(3, np.float32)
+    same = lib.as_tensor(a)
+    other = lib.as_tensor(a, dtype=lib.float64)
+    a[0] = 7
+    return same, other, lib.as_tensor(a.astype(np.int64)).dtype
+
+
+@case("as_tensor_of_tensor_is_it")
+def _(lib):
+    t = lib.ones(2)
+    return lib.as_tensor(t) is t, lib.as_tensor(t, dtype=lib.float64).dtype
+
+
+@case("numpy_scalar_comparisons_and_indexing")
+def _(lib):
+    t = lib.arange(5)
+    return t[np.int64(2)], t[np.array([0, 3])], t > np.float32(1.5), t[True].shape
+
+
+@case("index_by_numpy_bool")
+def _(lib):
+    return lib.arange(5)[np.bool_(True)]
+
+
+@case("numpy_ufunc_on_tensor")
+def _(lib):
+    t = lib.tensor([1.0, 4.0])
+    out = np.sqrt(t)
+    return type(out).__name__, np.asarray(out).tolist()
+
+
+@case("from_numpy_bool_and_float16_ops")
+def _(lib):
+    b = lib.from_numpy(np.array([True, False]))
+    h = lib.from_numpy(np.array([1.5, 2.0], np.float16))
+    return b & b, h * 2, b.sum()
+
+
+@case("numpy_of_bfloat16_raises")
+def _(lib):
+    return lib.ones(2, dtype=lib.bfloat16).numpy()
+
+
+@case("numpy_of_conj_raises")
+def _(lib):
+    return lib.tensor([1 + 2j]).conj().numpy()
+
+
+@case("numpy_of_conj_resolved")
+def _(lib):
+    return lib.tensor([1 + 2j]).conj().resolve_conj().numpy().tolist()
+
+
+@case("from_numpy_readonly_warns")
+def _(lib):
+    import warnings
+
+    a = np.ones(2)
+    a.flags.writeable = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = lib.from_numpy(a)
+    return t, any(issubclass(w.category, UserWarning) for w in caught)
+
+
+SCENARIOS.xfail.update(
+    {
+        "index_by_numpy_bool": (
+            "torch raises IndexError for a np.bool_ index; kiln indexes as by True"
+        ),
+        "tensor_of_a_list_of_zero_d_arrays": (
+            "torch raises TypeError (len() of unsized object); kiln makes a float64 tensor"
+        ),
+        "numpy_ufunc_on_tensor": "torch's np.sqrt(tensor) is a Tensor (via __array__ and "
+        "__array_wrap__); kiln's Tensor sets __array_ufunc__ = None, so NumPy raises TypeError",
+        "numpy_of_bfloat16_raises": "torch raises TypeError (NumPy has no bfloat16); kiln gives an "
+        "ml_dtypes bfloat16 array",
+        "numpy_of_conj_raises": "torch's conj() is a lazy conjugate bit and numpy() raises "
+        "RuntimeError; kiln's conj() is materialized, so numpy() gives the conjugate values",
+    }
+)
+
+
+@pytest.mark.parametrize("name", SCENARIOS.names())
+def test_numpy_interop_like_torch(name):
+    fn, _ = SCENARIOS.cases[name]
+    want, torch_error = _outcome(torch, fn)
+    got, kiln_error = _outcome(kn, fn)
+    if torch_error is not None:
+        assert isinstance(kiln_error, type(torch_error)), (
+            f"torch raised {type(torch_error).__name__}: {torch_error}; kiln: "
+            f"{type(kiln_error).__name__ if kiln_error else got}"
+        )
+        return
+    if kiln_error is not None:
+        raise kiln_error
+    assert_same(got, want)
+
+
+def _outcome(lib, fn):
+    try:
+        return fn(lib), None
+    except Exception as error:  # noqa: BLE001 -- the exception is the result compared
+        return None, error

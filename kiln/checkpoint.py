@@ -35,6 +35,7 @@ from .graph.core import Symbol, Variable
 
 __all__ = [
     "CheckpointError",
+    "CheckpointFolderError",
     "StateDictError",
     "save",
     "load",
@@ -66,8 +67,14 @@ _TOKEN_BYTES, _HEX = 6, frozenset("0123456789abcdef")
 STALE_AFTER_S, STALE_UNLOCKABLE_S = 60.0, 86400.0
 
 
-class CheckpointError(KilnError, ValueError):
-    """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched."""
+class CheckpointError(KilnError, ValueError, RuntimeError):
+    """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched.
+    PyTorch raises RuntimeError for a corrupt or truncated file: this is both."""
+
+
+class CheckpointFolderError(CheckpointError, FileNotFoundError):
+    """A save to a path whose folder does not exist: PyTorch raises RuntimeError there; this
+    is that and the FileNotFoundError that opening the file would raise."""
 
 
 class StateDictError(CheckpointError, RuntimeError):
@@ -118,16 +125,23 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     data = _serialize(_arrays_to_save(arrays), {**metadata, TREE_KEY: tree}, f)
     if hasattr(f, "write"):
         f.write(data)
-    else:
-        write_atomic(f, data)
+        return
+    folder = os.path.dirname(os.path.abspath(os.fspath(f)))
+    if not os.path.isdir(folder):
+        raise CheckpointFolderError(
+            f"cannot save to '{os.fspath(f)}': its folder '{folder}' does not exist"
+        )
+    write_atomic(f, data)
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
          **pickle_load_args):  # fmt: skip
     """What `save` saved in `f` (a path or a binary file object), as saved: Tensors (on
-    their saved device, or as `map_location` says: a device, or a dict from saved device to
-    device), Parameters, arrays, numbers, strings and containers. A safetensors file written
-    elsewhere (no kiln structure) gives a dict of its NumPy arrays by name (sorted).
+    their saved device, or as `map_location` says: a device, a dict from saved device to
+    device, or a function of (the tensor loaded on the CPU, its saved location) giving the
+    tensor to use, None for the default), Parameters, arrays, numbers, strings and
+    containers. A safetensors file written elsewhere (no kiln structure) gives a dict of its
+    NumPy arrays by name (sorted).
 
     `weights_only`, `mmap` and pickle arguments are accepted as PyTorch's and change nothing:
     kiln never unpickles, so every load is as safe as `weights_only=True`. A PyTorch pickle or
@@ -139,10 +153,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         map_location is not None
         and not isinstance(map_location, (str, dict))
         and (type(map_location).__name__ != "device")
+        and not callable(map_location)
     ):
         raise ArgumentTypeError(
-            f"map_location must be a device, a device string or a dict of them, got "
-            f"{type(map_location).__name__} (a function is not supported)"
+            f"map_location must be a device, a device string, a dict of them or a function "
+            f"(tensor, saved location) -> tensor, got {type(map_location).__name__}"
         )
     if hasattr(f, "read"):
         path, data = str(getattr(f, "name", "<file object>")), f.read()

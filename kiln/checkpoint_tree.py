@@ -10,6 +10,8 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 
+from . import dtypes as dt
+from .array_types import Size, device
 from .errors import DeviceError, KilnError, call_error
 from .graph.core import Symbol, Variable
 
@@ -20,7 +22,8 @@ MAX_DEPTH = 200  # nesting refused beyond this when loading (hostile files)
 _SCALARS = {"none": type(None), "bool": bool, "int": int, "float": float, "str": str}
 _DICTS = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}
 _KINDS = """kn.save holds Tensors, Parameters, NumPy arrays and scalars, numbers, strings,
-bytes, None, and dicts, lists and tuples of them (it never pickles)""".replace("\n", " ")
+bytes, None, dtypes, devices, Sizes, and dicts, lists and tuples of them
+(it never pickles)""".replace("\n", " ")
 
 
 def _is_numeric_numpy(obj) -> bool:
@@ -58,6 +61,15 @@ class _Flattener:
             return {"t": "none"}
         if type(obj) in (bool, int, float, str):
             return {"t": type(obj).__name__, "v": obj}
+        if isinstance(obj, dt.DType):
+            return {"t": "dtype", "v": obj.dtype.name}
+        if isinstance(obj, device):
+            return {"t": "device", "v": str(obj)}
+        if isinstance(obj, Size):
+            return {
+                "t": "size",
+                "items": [self.node(int(n), [*path, i]) for i, n in enumerate(obj)],
+            }
         if isinstance(obj, (bool, int, float, str)) and not _is_numeric_numpy(obj):
             kind = next(k for k, t in _SCALARS.items() if k != "none" and isinstance(obj, t))
             return {"t": kind, "v": _SCALARS[kind](obj)}  # a subclass (IntEnum, np.str_)
@@ -179,9 +191,13 @@ class _Builder:
                                    and not (kind == "float" and type(value) is int)):  # fmt: skip
                 raise self.fail(f"has a {kind} node holding {str(value)[:40]}")
             return None if kind == "none" else _SCALARS[kind](value)
-        if kind in ("list", "tuple"):
+        if kind in ("list", "tuple", "size"):
             items = [self.build(n, depth + 1) for n in self.items(node)]
-            return items if kind == "list" else tuple(items)
+            if kind == "size" and not all(type(n) is int for n in items):
+                raise self.fail("has a Size node holding other than ints")
+            return items if kind == "list" else tuple(items) if kind == "tuple" else Size(items)
+        if kind in ("dtype", "device"):
+            return self.named(kind, node.get("v"))
         if kind in _DICTS:
             pairs = []
             for pair in self.items(node):
@@ -193,6 +209,14 @@ class _Builder:
             except TypeError as e:  # an unhashable key
                 raise self.fail(f"has a bad dict key ({e})") from None
         return self.leaf(kind, node)
+
+    def named(self, kind: str, name):
+        try:
+            if not isinstance(name, str):
+                raise TypeError(name)
+            return dt.public(dt.as_dtype(name)) if kind == "dtype" else device(name)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise self.fail(f"has a {kind} node of an unknown name ({e})") from None
 
     def items(self, node) -> list:
         items = node.get("items")
@@ -219,7 +243,13 @@ class _Builder:
             return Parameter(self.array(node), requires_grad=bool(node.get("rg", True)))
         if kind == "tensor":
             t = self.view(node) if "s" in node else make(self.array(node))
-            device = self.device(str(node.get("dev", "cpu")))
+            saved = str(node.get("dev", "cpu"))
+            if callable(self.map_location):  # PyTorch's map_location(storage, location)
+                moved = self.map_location(t, saved)
+                t = moved if moved is not None else t
+                device = "cpu" if moved is not None else saved
+            else:
+                device = self.device(saved)
             if device != "cpu":
                 t = _to_device(t, device, self.path)
             return t.requires_grad_(True) if node.get("rg") else t

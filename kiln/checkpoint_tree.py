@@ -109,8 +109,10 @@ class _Flattener:
     def share(self) -> None:
         """Tensors that view one storage (a tensor and its views, one tensor saved twice) are
         saved as that storage, once, and each as (offset, shape, strides) into it: loaded,
-        they share memory again, as PyTorch's do. Memory kiln cannot address as one storage
-        (another dtype's view, negative strides) stays a copy of its own."""
+        they share memory again, as PyTorch's do. A tensor alone that is not contiguous (a
+        transpose, an expand) is saved so too, and keeps its strides. Only the span of the
+        storage they cover is saved. Memory kiln cannot address as one storage (another
+        dtype's view, negative strides) and empty tensors stay copies of their own."""
         from .eager.storage import _root  # NOTE: lazy, eager sits above checkpoints
 
         groups: dict = {}
@@ -118,20 +120,25 @@ class _Flattener:
             root = _root(data)
             groups.setdefault(id(root), (root, []))[1].append((node, data))
         for root, members in groups.values():
-            if len(members) < 2 or not root.flags.c_contiguous:
+            if not root.flags.c_contiguous:
                 continue
             item = root.itemsize
-            members = [(n, d) for n, d in members
-                       if d.dtype == root.dtype and all(st >= 0 for st in d.strides)]  # fmt: skip
-            if len(members) < 2:
-                continue
-            key = self.name(["storage", members[0][0]["k"]])
-            self.arrays[key] = root.reshape(-1)
+            spans = []
             for node, data in members:
+                if data.dtype != root.dtype or not data.size or any(st < 0 for st in data.strides):
+                    continue
+                steps = [st // item for st in data.strides]
+                first = (_address(data) - _address(root)) // item
+                last = first + sum((n - 1) * st for n, st in zip(data.shape, steps))
+                spans.append((node, data, steps, first, last))
+            if not spans or (len(spans) == 1 and spans[0][1].flags.c_contiguous):
+                continue
+            low, high = min(s[3] for s in spans), max(s[4] for s in spans)
+            key = self.name(["storage", spans[0][0]["k"]])
+            self.arrays[key] = root.reshape(-1)[low : high + 1]
+            for node, data, steps, first, _ in spans:
                 del self.arrays[node.pop("k")]
-                offset = (_address(data) - _address(root)) // item
-                node.update(s=key, o=offset, sh=list(data.shape),
-                            st=[st // item for st in data.strides])  # fmt: skip
+                node.update(s=key, o=first - low, sh=list(data.shape), st=steps)
 
     def key(self, key, path) -> dict:
         if key is None or isinstance(key, (bool, int, float, str)):

@@ -61,6 +61,18 @@ def _(lib):
     return _round_trip(lib, v)
 
 
+@case("non_contiguous_views_keep_their_strides")
+def _(lib):
+    x = lib.arange(24.0).reshape(4, 6)
+    out = []
+    for v in (x.t(), x[::2, 1::3], x.unsqueeze(0).expand(2, 4, 6), x[:, 2], x[1]):
+        back = _round_trip(lib, v)
+        out.append((back.stride(), back.is_contiguous(), back))
+    back = _round_trip(lib, x.t())
+    back[0, 1] = -1.0  # the loaded transpose is a view of its own storage
+    return out, back.t()
+
+
 @case("views_share_storage_after_load")
 def _(lib):
     x = lib.arange(6.0)

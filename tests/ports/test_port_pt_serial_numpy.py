@@ -224,8 +224,79 @@ def _(lib):
     return t, any(issubclass(w.category, UserWarning) for w in caught)
 
 
+@case("ndarray_with_tensor_operators")
+def _(lib):
+    t = lib.ones(2)
+    a = np.full(2, 2.0)
+    f = np.full(2, 3.0, np.float32)
+    return type(a * t).__name__, a + t, f - t, np.ones(2, np.int64) * lib.ones(2, dtype=lib.int32)
+
+
+@case("numpy_integers_as_sizes")
+def _(lib):
+    t = lib.arange(6.0)
+    return (lib.zeros(np.int64(2), np.int32(3)), t.reshape(np.int64(2), -1), t.view(np.int16(3), 2),
+            lib.arange(np.float32(3)), t[np.int32(1):np.int64(4)],
+            lib.full((np.int64(2),), np.float32(1.5)))  # fmt: skip
+
+
+@case("numpy_integers_as_dims")
+def _(lib):
+    t = lib.arange(6.0).reshape(2, 3)
+    d0, d1 = np.int64(0), np.int32(1)
+    return (t.sum(dim=d0), lib.mean(t, d1), t.amax(d1), t.max(d1), t.softmax(d1), t.cumsum(d1),
+            lib.cat([t, t], d0), t.std(d0), t.argmax(d0), t.transpose(d0, 1), t.unsqueeze(d0),
+            t.flip(d0), t.logsumexp(d0), t.all(d0), t.prod(d1), t.size(d1),
+            t.select(d0, 1), t.narrow(d1, 0, np.int64(2)), t.chunk(np.int64(2), d1),
+            t.index_select(d0, lib.tensor([1])), t.gather(d1, lib.tensor([[0], [2]])),
+            t.sort(d0, descending=True), lib.stack([t, t], d1), t.cummax(d0), t.roll(1, d0),
+            t.movedim(d0, 1), t.diff(dim=d1), t.flatten(d0), t.permute(d1, 0),
+            lib.nn.functional.normalize(t, dim=d0))  # fmt: skip
+
+
+@case("item_and_tolist_types")
+def _(lib):
+    return (type(lib.tensor(np.float32(1.5)).item()).__name__,
+            [type(v).__name__ for v in lib.from_numpy(np.array([1, 2], np.int8)).tolist()],
+            type(lib.from_numpy(np.array([True])).tolist()[0]).__name__)  # fmt: skip
+
+
+@case("parameter_numpy_shares")
+def _(lib):
+    p = lib.nn.Parameter(lib.zeros(2))
+    n = p.detach().numpy()
+    n[0] = 4
+    return p.detach().clone()
+
+
+@case("numpy_of_a_view_shares")
+def _(lib):
+    x = lib.zeros(2, 3)
+    n = x.t().numpy()
+    n[2, 1] = 9
+    return x, n.strides
+
+
+@case("numpy_of_zero_d_and_empty")
+def _(lib):
+    a, e = lib.tensor(2.5).numpy(), lib.zeros(0, 2, dtype=lib.int16).numpy()
+    return a.shape, str(a.dtype), e.shape, str(e.dtype), type(a).__name__
+
+
+@case("tensor_of_numpy_float64_list_default_dtype")
+def _(lib):
+    return (
+        lib.tensor([np.float64(1.0), 2.0]),
+        lib.tensor([1.5, np.float32(2)]),
+        lib.tensor([np.int32(1)]),
+    )
+
+
 SCENARIOS.xfail.update(
     {
+        "ndarray_with_tensor_operators": (
+            "torch 2.13 raises TypeError for ndarray (op) Tensor; kiln's Tensor.__r*__ answers"
+        ),
         "index_by_numpy_bool": (
             "torch raises IndexError for a np.bool_ index; kiln indexes as by True"
         ),

@@ -22,7 +22,7 @@ MAX_DEPTH = 200  # nesting refused beyond this when loading (hostile files)
 _SCALARS = {"none": type(None), "bool": bool, "int": int, "float": float, "str": str}
 _DICTS = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}
 _KINDS = """kn.save holds Tensors, Parameters, NumPy arrays and scalars, numbers, strings,
-bytes, None, dtypes, devices, Sizes, and dicts, lists and tuples of them
+bytes, None, dtypes, devices, Sizes, and dicts, lists, tuples and sets of them
 (it never pickles)""".replace("\n", " ")
 
 
@@ -61,6 +61,11 @@ class _Flattener:
             return {"t": "none"}
         if type(obj) in (bool, int, float, str):
             return {"t": type(obj).__name__, "v": obj}
+        if isinstance(obj, complex) and not _is_numeric_numpy(obj):
+            return {"t": "complex", "v": [obj.real, obj.imag]}
+        if isinstance(obj, (set, frozenset)):
+            kind = "set" if isinstance(obj, set) else "frozenset"
+            return {"t": kind, "items": [self.key(v, path) for v in obj]}
         if isinstance(obj, dt.DType):
             return {"t": "dtype", "v": obj.dtype.name}
         if isinstance(obj, device):
@@ -203,6 +208,19 @@ class _Builder:
             if kind == "size" and not all(type(n) is int for n in items):
                 raise self.fail("has a Size node holding other than ints")
             return items if kind == "list" else tuple(items) if kind == "tuple" else Size(items)
+        if kind in ("set", "frozenset"):
+            try:
+                return (set if kind == "set" else frozenset)(
+                    self.build(n, depth + 1) for n in self.items(node)
+                )
+            except TypeError as e:  # an unhashable item
+                raise self.fail(f"has a bad {kind} item ({e})") from None
+        if kind == "complex":
+            v = node.get("v")
+            if not (isinstance(v, list) and len(v) == 2
+                    and all(type(x) in (int, float) for x in v)):  # fmt: skip
+                raise self.fail(f"has a complex node holding {str(v)[:40]}")
+            return complex(*v)
         if kind in ("dtype", "device"):
             return self.named(kind, node.get("v"))
         if kind in _DICTS:

@@ -280,6 +280,45 @@ def _(lib):
     return type(back).__name__, tuple(back)
 
 
+@case("python_values")
+def _(lib):
+    nan, inf = float("nan"), float("inf")
+    back = _round_trip(lib, [nan, inf, -inf, 2**70, -(2**63), 1 + 2j, {1, 2},
+                             "ü", b"", (), [], {}, True, None], weights_only=False)  # fmt: skip
+    return [repr(v) for v in back], [type(v).__name__ for v in back]
+
+
+@case("rng_state_round_trip")
+def _(lib):
+    lib.manual_seed(3)
+    state = _round_trip(lib, lib.get_rng_state())
+    a = lib.rand(3)
+    lib.set_rng_state(state)
+    return lib.equal(a, lib.rand(3)), state.dtype
+
+
+@case("scheduler_state_round_trip")
+def _(lib):
+    p = lib.nn.Parameter(lib.ones(1))
+    opt = lib.optim.SGD([p], lr=1.0)
+    sched = lib.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    for _ in range(3):
+        opt.step()
+        sched.step()
+    sd = _round_trip(lib, sched.state_dict())
+    opt2 = lib.optim.SGD([p], lr=1.0)
+    sched2 = lib.optim.lr_scheduler.StepLR(opt2, step_size=2, gamma=0.5)
+    sched2.load_state_dict(sd)
+    opt2.step()
+    sched2.step()
+    return sched2.get_last_lr(), sd["last_epoch"], sd["_last_lr"]
+
+
+@case("weights_only_numpy_array")
+def _(lib):
+    return _round_trip(lib, {"a": np.arange(3)}, weights_only=True)["a"].tolist()
+
+
 @case("loaded_tensor_is_writable_and_independent_of_buffer")
 def _(lib):
     buf = io.BytesIO()
@@ -300,6 +339,10 @@ def _(lib):
 
 SCENARIOS.xfail.update(
     {
+        "weights_only_numpy_array": (
+            "torch's weights_only=True load refuses NumPy arrays (UnpicklingError); kiln's load "
+            "never unpickles, so it gives them"
+        ),
         "load_garbage": "torch's legacy unpickler raises IndexError reading these bytes; "
         "kiln CheckpointError (a ValueError and a RuntimeError)",
         "save_unsupported_object": "torch pickles any object and its weights_only load refuses it "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle  # (only to recognize PyTorch's default pickle_module)
 import secrets
 import struct
 import sys
@@ -30,7 +31,7 @@ except ImportError:  # Windows
 
 from . import dtypes as dt
 from .checkpoint_tree import TREE_KEY, flatten, unflatten
-from .errors import ArgumentTypeError, KilnError
+from .errors import ArgumentTypeError, KilnError, UsageError, call_error
 from .graph.core import Symbol, Variable
 
 __all__ = [
@@ -100,10 +101,15 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False,
+         *, metadata: Mapping[str, str] | None = None) -> None:  # fmt: skip
     """Saves `obj` to `f` (a path, or a binary file object) as a safetensors file, as
     PyTorch scripts use `torch.save`: nested dicts, lists and tuples of Tensors, Parameters,
     NumPy arrays and scalars, numbers, strings, bytes and None.
+
+    PyTorch's pickle arguments (`pickle_module` the standard `pickle`, `pickle_protocol`,
+    the zip-file switches) are accepted and change nothing: kiln never pickles.
 
     Each tensor or array is one entry named by its path of keys (`model.fc1.weight`,
     `optimizer.state.0.exp_avg`); the structure and the Python values are typed JSON in the
@@ -118,6 +124,7 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     >>> kn.load(path)
     {'w': tensor([1., 1.]), 'epoch': 3, 'history': [0.5, 0.25], 'name': None}
     """
+    _check_pickle_module("save", pickle_module)
     arrays, tree = flatten(obj)
     metadata = _check_metadata(metadata) or {}
     if TREE_KEY in metadata:
@@ -134,7 +141,7 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     write_atomic(f, data)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):  # fmt: skip
     """What `save` saved in `f` (a path or a binary file object), as saved: Tensors (on
     their saved device, or as `map_location` says: a device, a dict from saved device to
@@ -147,8 +154,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     kiln never unpickles, so every load is as safe as `weights_only=True`. A PyTorch pickle or
     zip file (`.pt`, `.pth`) raises CheckpointError saying it is not a safetensors file.
     """
-    if pickle_module is not None:
-        raise ArgumentTypeError("kn.load never unpickles: pickle_module cannot be used")
+    _check_pickle_module("load", pickle_module)
+    if pickle_module is not None and weights_only:  # (PyTorch's refusal)
+        raise call_error(UsageError, "Can not safely load weights when explicit pickle_module "
+                         "is specified", "load")  # fmt: skip
     if (
         map_location is not None
         and not isinstance(map_location, (str, dict))
@@ -171,6 +180,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if tree is None:
         return dict(sorted(arrays.items()))
     return unflatten(path, tree, arrays, map_location)
+
+
+def _check_pickle_module(op: str, module) -> None:
+    """PyTorch's default `pickle_module` (the standard `pickle`) or None: anything else would
+    mean a pickle kiln does not make."""
+    if module is not None and module is not pickle:
+        raise ArgumentTypeError(
+            f"kn.{op} never pickles: pickle_module can only be the standard pickle (or None), "
+            f"got {getattr(module, '__name__', type(module).__name__)}"
+        )
 
 
 def save_arrays(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:

@@ -280,6 +280,29 @@ def _(lib):
     return type(back).__name__, tuple(back)
 
 
+@case("pickle_arguments")
+def _(lib):
+    import pickle
+
+    buf = io.BytesIO()
+    lib.save({"a": lib.arange(3)}, buf, pickle, 4, _use_new_zipfile_serialization=True)
+    lib.save(lib.ones(1), io.BytesIO(), pickle_protocol=2, _disable_byteorder_record=False)
+    buf.seek(0)
+    return lib.load(buf, "cpu", pickle)["a"], lib.load(
+        io.BytesIO(buf.getvalue()), weights_only=False
+    )["a"]
+
+
+@case("pickle_module_with_weights_only")
+def _(lib):
+    import pickle
+
+    buf = io.BytesIO()
+    lib.save({"a": lib.arange(3)}, buf)
+    buf.seek(0)
+    return lib.load(buf, "cpu", pickle, weights_only=True)
+
+
 @case("python_values")
 def _(lib):
     nan, inf = float("nan"), float("inf")

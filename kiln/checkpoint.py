@@ -48,12 +48,14 @@ __all__ = [
     "as_numpy",
 ]
 
-# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 through ml_dtypes (float8
-# has no dtype here).
+# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 and the float8s through
+# ml_dtypes (safetensors names them as PyTorch's safetensors.torch does).
 _FILE_DTYPES = {
     "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
     "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
     "BF16": dt.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
+    "F8_E4M3": dt.float8_e4m3fn, "F8_E5M2": dt.float8_e5m2, "F8_E8M0": dt.float8_e8m0fnu,
+    "F8_E4M3FNUZ": dt.float8_e4m3fnuz, "F8_E5M2FNUZ": dt.float8_e5m2fnuz,
 }  # fmt: skip
 # safetensors has no complex128: kiln writes one as float64 pairs (a last dim of 2, real then
 # imaginary: the array's own bytes) and names it in this metadata entry (a JSON list), which

@@ -49,6 +49,16 @@ def _(lib):
     return back.dtype, back.float()
 
 
+@case("float8_round_trip")
+def _(lib):
+    t = lib.tensor([[1.5, -2.0, 448.0], [0.0, 0.125, -0.5]])
+    out = []
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+        back = _round_trip(lib, {"w": t.to(getattr(lib, name)), "v": t.to(getattr(lib, name)).t()})
+        out += [back["w"].dtype, back["w"].float(), back["v"].float(), back["v"].stride()]
+    return out
+
+
 @case("zero_d_and_empty")
 def _(lib):
     return _round_trip(lib, [lib.tensor(3.5), lib.zeros(0, 3), lib.tensor(7), lib.ones(2, 0, 1)])
@@ -424,3 +434,14 @@ def test_a_failed_save_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
     with pytest.raises(FileNotFoundError):  # and RuntimeError, as torch's
         kn.save(kn.ones(1), tmp_path / "no_such_folder" / "x.pt")
     assert os.listdir(tmp_path) == ["ckpt.pt"]
+
+
+def test_float8_files_of_pytorchs_safetensors_load():
+    # safetensors.torch's F8_E4M3/F8_E5M2 entries read as kiln's float8 dtypes (oracle: torch)
+    st = pytest.importorskip("safetensors.torch")
+    t = torch.tensor([1.5, -2.0, 448.0])
+    data = st.save({"a": t.to(torch.float8_e4m3fn), "b": t.to(torch.float8_e5m2)})
+    back = kn.load(io.BytesIO(data))  # (a file without kiln's structure: NumPy arrays)
+    assert back["a"].dtype == kn.float8_e4m3fn and back["b"].dtype == kn.float8_e5m2
+    for k, d in (("a", torch.float8_e4m3fn), ("b", torch.float8_e5m2)):
+        np.testing.assert_array_equal(back[k].astype(np.float32), t.to(d).float().numpy())

@@ -78,6 +78,11 @@ class _Flattener:
         if isinstance(obj, (bool, int, float, str)) and not _is_numeric_numpy(obj):
             kind = next(k for k, t in _SCALARS.items() if k != "none" and isinstance(obj, t))
             return {"t": kind, "v": _SCALARS[kind](obj)}  # a subclass (IntEnum, np.str_)
+        if getattr(obj, "layout", None) is not None and str(obj.layout).endswith("sparse_coo"):
+            parts = [self.node(obj._indices().detach(), [*path, "indices"]),
+                     self.node(obj._values().detach(), [*path, "values"])]  # fmt: skip
+            return {"t": "sparse_coo", "items": parts, "sh": list(obj.shape),
+                    "c": bool(obj.is_coalesced()), "rg": bool(obj.requires_grad)}  # fmt: skip
         if isinstance(obj, Parameter):
             node = self.array(path, "parameter", obj.numpy(), rg=bool(obj.requires_grad))
             return self.viewed(node, obj)
@@ -208,6 +213,8 @@ class _Builder:
             if kind == "size" and not all(type(n) is int for n in items):
                 raise self.fail("has a Size node holding other than ints")
             return items if kind == "list" else tuple(items) if kind == "tuple" else Size(items)
+        if kind == "sparse_coo":
+            return self.sparse(node, depth)
         if kind in ("set", "frozenset"):
             try:
                 return (set if kind == "set" else frozenset)(
@@ -234,6 +241,19 @@ class _Builder:
             except TypeError as e:  # an unhashable key
                 raise self.fail(f"has a bad dict key ({e})") from None
         return self.leaf(kind, node)
+
+    def sparse(self, node, depth: int):
+        from .frontend.sparse_coo import sparse_coo_tensor
+
+        parts = [self.build(n, depth + 1) for n in self.items(node)]
+        size = node.get("sh")
+        if len(parts) != 2 or not isinstance(size, list) or not all(type(n) is int for n in size):
+            raise self.fail("has a sparse_coo node without indices, values and a shape")
+        try:
+            return sparse_coo_tensor(*parts, size, is_coalesced=bool(node.get("c")),
+                                     requires_grad=bool(node.get("rg")))  # fmt: skip
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise self.fail(f"has a sparse_coo node kiln cannot build ({e})") from None
 
     def named(self, kind: str, name):
         try:

@@ -59,6 +59,17 @@ def _(lib):
     return out
 
 
+@case("sparse_coo_round_trip")
+def _(lib):
+    s = lib.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to_sparse()
+    u = lib.sparse_coo_tensor(
+        lib.tensor([[1, 0, 1], [2, 1, 2]]), lib.tensor([1.0, 2.0, 3.0]), (2, 3)
+    )
+    a, b = _round_trip(lib, [s, u])
+    return (a.layout == lib.sparse_coo, a.to_dense(), a.is_coalesced(), b.is_coalesced(),
+            b.to_dense(), b._nnz(), a.requires_grad)  # fmt: skip
+
+
 @case("zero_d_and_empty")
 def _(lib):
     return _round_trip(lib, [lib.tensor(3.5), lib.zeros(0, 3), lib.tensor(7), lib.ones(2, 0, 1)])

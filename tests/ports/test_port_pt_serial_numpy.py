@@ -292,8 +292,45 @@ def _(lib):
     )
 
 
+@case("tensor_op_ndarray_of_same_dtype_kind")
+def _(lib):
+    return (lib.ones(2) + np.ones(2), lib.ones(2, dtype=lib.float64) + np.ones(2, np.float32),
+            lib.tensor(1.0) + np.ones(2), lib.ones(2) == np.ones(2))  # fmt: skip
+
+
+@case("tensor_op_ndarray_promotes_as_numpy")
+def _(lib):
+    # torch's Tensor op ndarray falls to NumPy's operator (float32 * int64 -> float64; a 0-d
+    # array counts as an array), its result wrapped as a Tensor
+    return (lib.ones(2) * np.ones(2, np.int64), lib.ones(2) + np.array(1.5),
+            lib.ones(2, dtype=lib.int32) + np.array(2, np.int64))  # fmt: skip
+
+
+@case("tensor_matmul_ndarray_of_another_dtype")
+def _(lib):
+    return lib.ones(2, 2) @ np.ones(2)
+
+
+@case("tensor_op_numpy_bool_scalar")
+def _(lib):
+    return lib.ones(2, dtype=lib.bool) * np.bool_(True), lib.ones(2, dtype=lib.int8) + np.bool_(
+        True
+    )
+
+
 SCENARIOS.xfail.update(
     {
+        "tensor_op_ndarray_promotes_as_numpy": (
+            "torch: float64, float64, int64 (NumPy's promotion); kiln: float32, float32, int32 "
+            "(the ndarray taken as a tensor, torch's tensor promotion)"
+        ),
+        "tensor_matmul_ndarray_of_another_dtype": (
+            "torch: float64 (NumPy's matmul); kiln: DTypeMismatchError (float32 @ float64)"
+        ),
+        "tensor_op_numpy_bool_scalar": (
+            "torch: float32 for bool * np.bool_ and int8 + np.bool_; kiln: bool and int8 "
+            "(np.bool_ as Python's bool)"
+        ),
         "ndarray_with_tensor_operators": (
             "torch 2.13 raises TypeError for ndarray (op) Tensor; kiln's Tensor.__r*__ answers"
         ),

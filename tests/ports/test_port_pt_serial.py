@@ -188,6 +188,37 @@ def _(lib):
             sd["param_groups"][0]["params"], m2.weight, sd["param_groups"][0]["betas"])  # fmt: skip
 
 
+def _two_group_model(lib):
+    m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 1))
+    with lib.no_grad():
+        for i, p in enumerate(m.parameters()):
+            p.copy_(lib.tensor(np.sin(np.arange(p.numel()) + i).reshape(tuple(p.shape)) / 3,
+                               dtype=lib.float32))  # fmt: skip
+    return m
+
+
+@case("optimizers_resume_identically_param_groups")
+def _(lib):
+    x = lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+    out = []
+    for make in (lambda g: lib.optim.SGD(g, lr=0.1, momentum=0.9, nesterov=True),
+                 lambda g: lib.optim.AdamW(g, lr=0.05, amsgrad=True, weight_decay=0.1),
+                 lambda g: lib.optim.RMSprop(g, lr=0.01, momentum=0.5, centered=True)):  # fmt: skip
+        m = _two_group_model(lib)
+        groups = lambda mod: [{"params": mod[0].parameters()},  # noqa: E731
+                              {"params": mod[2].parameters(), "lr": 0.02}]  # fmt: skip
+        opt = make(groups(m))
+        _train(lib, m, opt, 2, x)
+        state = _round_trip(lib, {"m": m.state_dict(), "o": opt.state_dict()})
+        m2 = _two_group_model(lib)
+        m2.load_state_dict(state["m"])
+        opt2 = make(groups(m2))
+        opt2.load_state_dict(state["o"])
+        a, b = _train(lib, m, opt, 3, x), _train(lib, m2, opt2, 3, x)
+        out += [a == b, [g["lr"] for g in opt2.param_groups], m2[2].weight]
+    return out
+
+
 @case("file_object_and_paths")
 def _(lib):
     d = tempfile.mkdtemp()

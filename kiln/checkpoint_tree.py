@@ -40,6 +40,7 @@ class _Flattener:
     def __init__(self):
         self.arrays: dict = {}
         self.views: list = []  # (node, array) of each CPU tensor saved, for `share`
+        self.seen: dict = {}  # id(tensor) -> (its index, the tensor)
 
     def name(self, path: list) -> str:
         base = ".".join(str(p) for p in path) or "_"
@@ -55,7 +56,6 @@ class _Flattener:
 
     def node(self, obj, path: list) -> dict:
         from .eager import Tensor
-        from .nn.parameter import Parameter
 
         if obj is None:
             return {"t": "none"}
@@ -78,6 +78,25 @@ class _Flattener:
         if isinstance(obj, (bool, int, float, str)) and not _is_numeric_numpy(obj):
             kind = next(k for k, t in _SCALARS.items() if k != "none" and isinstance(obj, t))
             return {"t": kind, "v": _SCALARS[kind](obj)}  # a subclass (IntEnum, np.str_)
+        if isinstance(obj, Tensor):  # one tensor saved twice loads as one object, as PyTorch's
+            seen = self.seen.get(id(obj))
+            if seen is not None:
+                return {"t": "ref", "r": seen[0]}
+            index = len(self.seen)
+            self.seen[id(obj)] = (index, obj)  # (obj kept alive: ids stay unique)
+            node = self.tensor(obj, path)
+            node["id"] = index
+            return node
+        if isinstance(obj, Variable):
+            return self.array(path, "ndarray", obj.numpy())
+        if isinstance(obj, Symbol):
+            raise _error(f"cannot save {'.'.join(map(str, path)) or 'the object'}: "
+                         f"'{obj.name}' is a Symbol, which has no value outside a run")  # fmt: skip
+        return self.rest(obj, path)
+
+    def tensor(self, obj, path: list) -> dict:
+        from .nn.parameter import Parameter
+
         if getattr(obj, "layout", None) is not None and str(obj.layout).endswith("sparse_coo"):
             parts = [self.node(obj._indices().detach(), [*path, "indices"]),
                      self.node(obj._values().detach(), [*path, "values"])]  # fmt: skip
@@ -86,15 +105,11 @@ class _Flattener:
         if isinstance(obj, Parameter):
             node = self.array(path, "parameter", obj.numpy(), rg=bool(obj.requires_grad))
             return self.viewed(node, obj)
-        if isinstance(obj, Tensor):
-            node = self.array(path, "tensor", obj.detach().cpu().numpy(),
-                              rg=bool(obj.requires_grad), dev=str(obj.device))  # fmt: skip
-            return self.viewed(node, obj)
-        if isinstance(obj, Variable):
-            return self.array(path, "ndarray", obj.numpy())
-        if isinstance(obj, Symbol):
-            raise _error(f"cannot save {'.'.join(map(str, path)) or 'the object'}: "
-                         f"'{obj.name}' is a Symbol, which has no value outside a run")  # fmt: skip
+        node = self.array(path, "tensor", obj.detach().cpu().numpy(),
+                          rg=bool(obj.requires_grad), dev=str(obj.device))  # fmt: skip
+        return self.viewed(node, obj)
+
+    def rest(self, obj, path: list) -> dict:
         if isinstance(obj, np.ndarray):
             return self.array(path, "ndarray", obj)
         if _is_numeric_numpy(obj):
@@ -173,6 +188,7 @@ class _Builder:
         self.path, self.arrays, self.map_location = path, arrays, map_location
         self.used: set = set()
         self.storages: dict = {}  # the base tensor of each shared storage, by its entry name
+        self.tensors: dict = {}  # the tensors built, by the index `_Flattener.node` gave them
 
     def fail(self, what: str):
         from .checkpoint import _invalid
@@ -213,6 +229,16 @@ class _Builder:
             if kind == "size" and not all(type(n) is int for n in items):
                 raise self.fail("has a Size node holding other than ints")
             return items if kind == "list" else tuple(items) if kind == "tuple" else Size(items)
+        if kind == "ref":
+            found = self.tensors.get(node.get("r")) if type(node.get("r")) is int else None
+            if found is None:
+                raise self.fail(f"refers to tensor {str(node.get('r'))[:20]}, not built before")
+            return found
+        if kind in ("sparse_coo", "tensor", "parameter") and "id" in node:
+            built = self.sparse(node, depth) if kind == "sparse_coo" else self.leaf(kind, node)
+            if type(node["id"]) is int:
+                self.tensors[node["id"]] = built
+            return built
         if kind == "sparse_coo":
             return self.sparse(node, depth)
         if kind in ("set", "frozenset"):

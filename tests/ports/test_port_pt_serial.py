@@ -129,6 +129,15 @@ def _(lib):
     return b, b.grad, a.requires_grad, b.requires_grad, b.is_leaf
 
 
+@case("one_tensor_saved_twice_loads_as_one_object")
+def _(lib):
+    x, p = lib.ones(2), lib.nn.Parameter(lib.ones(1))
+    s = lib.tensor([[0.0, 1.0]]).to_sparse()
+    d = _round_trip(lib, {"a": x, "p": p, "v": x[1:], "b": [x, (p,)], "s": s, "t": s})
+    return (d["a"] is d["b"][0], d["p"] is d["b"][1][0], d["v"] is d["a"], d["s"] is d["t"],
+            type(d["p"]).__name__)  # fmt: skip
+
+
 @case("containers_nested")
 def _(lib):
     obj = {"l": [lib.ones(2), (lib.zeros(1), 3, "s")], "o": OrderedDict(a=1.5, b=None),
@@ -460,6 +469,8 @@ def test_a_view_past_its_storage_is_refused():
     tree = '{"t":"list","items":[{"t":"tensor","s":"st","o":2,"sh":[3],"st":[1]}]}'
     with pytest.raises(CheckpointError, match="past the end of storage 'st'"):
         unflatten("f", tree, {"st": np.zeros(4, np.float32)})
+    with pytest.raises(CheckpointError, match="refers to tensor 7, not built before"):
+        unflatten("f", '{"t":"list","items":[{"t":"ref","r":7}]}', {})
     bad = '{"t":"tensor","s":"st","o":-1,"sh":[1],"st":[1]}'
     with pytest.raises(CheckpointError, match="bad offset"):
         unflatten("f", bad, {"st": np.zeros(4, np.float32)})

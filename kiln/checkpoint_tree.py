@@ -1,7 +1,10 @@
 """Nested checkpoint state (PyTorch's `torch.save` objects) as safetensors: every tensor or
 array becomes one named entry (its path of keys joined by '.'), and the structure becomes
 typed JSON kept in the header's metadata. Nothing is pickled; loading builds only the types
-listed in `_SCALARS`, containers, Tensors, Parameters and NumPy arrays."""
+listed in `_SCALARS`, complex numbers, containers (sets too), dtypes, devices, Sizes, Tensors
+(sparse COO too), Parameters and NumPy arrays. As with PyTorch, tensors that share memory are
+saved as one storage entry and views of it (`_Flattener.share`), and one tensor saved twice
+loads as one object (a "ref" node)."""
 
 from __future__ import annotations
 

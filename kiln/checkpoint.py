@@ -445,6 +445,8 @@ def _parse(path: str, data: bytes) -> tuple[dict, dict]:
 def _refuse_pickles(path: str, data: bytes) -> None:
     """PyTorch's `.pt`/`.pth` files (a zip archive of pickles, or a bare pickle) get a
     message of their own: kiln never unpickles (a pickle can run any code)."""
+    if len(data) > 8 and data[8:9] == b"{" and struct.unpack("<Q", data[:8])[0] <= len(data) - 8:
+        return  # a safetensors header (its length's bytes may look like a pickle's: 0x80 0x03)
     if data[:4] == b"PK\x03\x04":
         what = "a zip archive (torch.save's format, or NumPy's .npz)"
     elif data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):

@@ -119,13 +119,21 @@ class _Flattener:
             return self.array(path, "npscalar", np.asarray(obj))
         if isinstance(obj, bytes):
             return self.array(path, "bytes", np.frombuffer(obj, np.uint8))
+        if isinstance(obj, (dict, list)):  # a list or dict saved twice (or inside itself)
+            seen = self.seen.get(id(obj))  # loads as one object, as PyTorch's
+            if seen is not None:
+                return {"t": "ref", "r": seen[0]}
+            index = len(self.seen)
+            self.seen[id(obj)] = (index, obj)
         if isinstance(obj, dict):
             kind = type(obj).__name__ if type(obj).__name__ in _DICTS else "dict"
             items = [[self.key(k, path), self.node(v, [*path, k])] for k, v in obj.items()]
-            return {"t": kind, "items": items}
-        if isinstance(obj, (list, tuple)):
-            kind = "list" if isinstance(obj, list) else "tuple"
-            return {"t": kind, "items": [self.node(v, [*path, i]) for i, v in enumerate(obj)]}
+            return {"t": kind, "items": items, "id": index}
+        if isinstance(obj, list):
+            items = [self.node(v, [*path, i]) for i, v in enumerate(obj)]
+            return {"t": "list", "items": items, "id": index}
+        if isinstance(obj, tuple):
+            return {"t": "tuple", "items": [self.node(v, [*path, i]) for i, v in enumerate(obj)]}
         where = ".".join(map(str, path)) or "the object"
         raise _error(f"cannot save {where}: it is a {type(obj).__name__}; {_KINDS}")
 
@@ -191,7 +199,7 @@ class _Builder:
         self.path, self.arrays, self.map_location = path, arrays, map_location
         self.used: set = set()
         self.storages: dict = {}  # the base tensor of each shared storage, by its entry name
-        self.tensors: dict = {}  # the tensors built, by the index `_Flattener.node` gave them
+        self.tensors: dict = {}  # tensors, lists, dicts built, by the index `_Flattener` gave
 
     def fail(self, what: str):
         from .checkpoint import _invalid
@@ -227,6 +235,10 @@ class _Builder:
                                    and not (kind == "float" and type(value) is int)):  # fmt: skip
                 raise self.fail(f"has a {kind} node holding {str(value)[:40]}")
             return None if kind == "none" else _SCALARS[kind](value)
+        if kind == "list" and type(node.get("id")) is int:  # registered first: refs inside it
+            out = self.tensors[node["id"]] = []
+            out.extend(self.build(n, depth + 1) for n in self.items(node))
+            return out
         if kind in ("list", "tuple", "size"):
             items = [self.build(n, depth + 1) for n in self.items(node)]
             if kind == "size" and not all(type(n) is int for n in items):
@@ -235,7 +247,7 @@ class _Builder:
         if kind == "ref":
             found = self.tensors.get(node.get("r")) if type(node.get("r")) is int else None
             if found is None:
-                raise self.fail(f"refers to tensor {str(node.get('r'))[:20]}, not built before")
+                raise self.fail(f"refers to object {str(node.get('r'))[:20]}, not built before")
             return found
         if kind in ("sparse_coo", "tensor", "parameter") and "id" in node:
             built = self.sparse(node, depth) if kind == "sparse_coo" else self.leaf(kind, node)
@@ -260,15 +272,18 @@ class _Builder:
         if kind in ("dtype", "device"):
             return self.named(kind, node.get("v"))
         if kind in _DICTS:
-            pairs = []
+            out = _DICTS[kind]()
+            if type(node.get("id")) is int:  # registered first: refs inside it
+                self.tensors[node["id"]] = out
             for pair in self.items(node):
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise self.fail("has a dict item that is not a [key, value] pair")
-                pairs.append((self.build(pair[0], depth + 1), self.build(pair[1], depth + 1)))
-            try:
-                return _DICTS[kind](pairs)
-            except TypeError as e:  # an unhashable key
-                raise self.fail(f"has a bad dict key ({e})") from None
+                key = self.build(pair[0], depth + 1)
+                try:
+                    out[key] = self.build(pair[1], depth + 1)
+                except TypeError as e:  # an unhashable key
+                    raise self.fail(f"has a bad dict key ({e})") from None
+            return out
         return self.leaf(kind, node)
 
     def sparse(self, node, depth: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle  # (only to recognize PyTorch's default pickle_module)
 import secrets
 import struct
 import sys
@@ -30,11 +31,12 @@ except ImportError:  # Windows
 
 from . import dtypes as dt
 from .checkpoint_tree import TREE_KEY, flatten, unflatten
-from .errors import ArgumentTypeError, KilnError
+from .errors import ArgumentTypeError, KilnError, UsageError, call_error
 from .graph.core import Symbol, Variable
 
 __all__ = [
     "CheckpointError",
+    "CheckpointFolderError",
     "StateDictError",
     "save",
     "load",
@@ -46,12 +48,14 @@ __all__ = [
     "as_numpy",
 ]
 
-# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 through ml_dtypes (float8
-# has no dtype here).
+# The safetensors dtypes kiln reads and writes: NumPy's, and BF16 and the float8s through
+# ml_dtypes (safetensors names them as PyTorch's safetensors.torch does).
 _FILE_DTYPES = {
     "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
     "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
     "BF16": dt.bfloat16, "F32": np.float32, "F64": np.float64, "C64": np.complex64,
+    "F8_E4M3": dt.float8_e4m3fn, "F8_E5M2": dt.float8_e5m2, "F8_E8M0": dt.float8_e8m0fnu,
+    "F8_E4M3FNUZ": dt.float8_e4m3fnuz, "F8_E5M2FNUZ": dt.float8_e5m2fnuz,
 }  # fmt: skip
 # safetensors has no complex128: kiln writes one as float64 pairs (a last dim of 2, real then
 # imaginary: the array's own bytes) and names it in this metadata entry (a JSON list), which
@@ -66,8 +70,14 @@ _TOKEN_BYTES, _HEX = 6, frozenset("0123456789abcdef")
 STALE_AFTER_S, STALE_UNLOCKABLE_S = 60.0, 86400.0
 
 
-class CheckpointError(KilnError, ValueError):
-    """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched."""
+class CheckpointError(KilnError, ValueError, RuntimeError):
+    """A checkpoint that cannot be written or read as asked: malformed, truncated, mismatched.
+    PyTorch raises RuntimeError for a corrupt or truncated file: this is both."""
+
+
+class CheckpointFolderError(CheckpointError, FileNotFoundError):
+    """A save to a path whose folder does not exist: PyTorch raises RuntimeError there; this
+    is that and the FileNotFoundError that opening the file would raise."""
 
 
 class StateDictError(CheckpointError, RuntimeError):
@@ -93,16 +103,22 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False,
+         *, metadata: Mapping[str, str] | None = None) -> None:  # fmt: skip
     """Saves `obj` to `f` (a path, or a binary file object) as a safetensors file, as
     PyTorch scripts use `torch.save`: nested dicts, lists and tuples of Tensors, Parameters,
     NumPy arrays and scalars, numbers, strings, bytes and None.
 
+    PyTorch's pickle arguments (`pickle_module` the standard `pickle`, `pickle_protocol`,
+    the zip-file switches) are accepted and change nothing: kiln never pickles.
+
     Each tensor or array is one entry named by its path of keys (`model.fc1.weight`,
     `optimizer.state.0.exp_avg`); the structure and the Python values are typed JSON in the
     header's metadata. Nothing is pickled. A path is written atomically (see `write_atomic`).
-    `metadata` is free text (str -> str) kept in the header too. Two references to one tensor
-    are saved as two copies.
+    `metadata` is free text (str -> str) kept in the header too. Tensors that share memory (a
+    tensor and its views, one tensor saved twice) are saved as their storage, once, and share
+    it again when loaded.
 
     >>> import kiln as kn, numpy as np, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
@@ -110,6 +126,7 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     >>> kn.load(path)
     {'w': tensor([1., 1.]), 'epoch': 3, 'history': [0.5, 0.25], 'name': None}
     """
+    _check_pickle_module("save", pickle_module)
     arrays, tree = flatten(obj)
     metadata = _check_metadata(metadata) or {}
     if TREE_KEY in metadata:
@@ -117,31 +134,41 @@ def save(obj, f, metadata: Mapping[str, str] | None = None) -> None:
     data = _serialize(_arrays_to_save(arrays), {**metadata, TREE_KEY: tree}, f)
     if hasattr(f, "write"):
         f.write(data)
-    else:
-        write_atomic(f, data)
+        return
+    folder = os.path.dirname(os.path.abspath(os.fspath(f)))
+    if not os.path.isdir(folder):
+        raise CheckpointFolderError(
+            f"cannot save to '{os.fspath(f)}': its folder '{folder}' does not exist"
+        )
+    write_atomic(f, data)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):  # fmt: skip
     """What `save` saved in `f` (a path or a binary file object), as saved: Tensors (on
-    their saved device, or as `map_location` says: a device, or a dict from saved device to
-    device), Parameters, arrays, numbers, strings and containers. A safetensors file written
-    elsewhere (no kiln structure) gives a dict of its NumPy arrays by name (sorted).
+    their saved device, or as `map_location` says: a device, a dict from saved device to
+    device, or a function of (the tensor loaded on the CPU, its saved location) giving the
+    tensor to use, None for the default), Parameters, arrays, numbers, strings and
+    containers. A safetensors file written elsewhere (no kiln structure) gives a dict of its
+    NumPy arrays by name (sorted).
 
     `weights_only`, `mmap` and pickle arguments are accepted as PyTorch's and change nothing:
     kiln never unpickles, so every load is as safe as `weights_only=True`. A PyTorch pickle or
     zip file (`.pt`, `.pth`) raises CheckpointError saying it is not a safetensors file.
     """
-    if pickle_module is not None:
-        raise ArgumentTypeError("kn.load never unpickles: pickle_module cannot be used")
+    _check_pickle_module("load", pickle_module)
+    if pickle_module is not None and weights_only:  # (PyTorch's refusal)
+        raise call_error(UsageError, "Can not safely load weights when explicit pickle_module "
+                         "is specified", "load")  # fmt: skip
     if (
         map_location is not None
         and not isinstance(map_location, (str, dict))
         and (type(map_location).__name__ != "device")
+        and not callable(map_location)
     ):
         raise ArgumentTypeError(
-            f"map_location must be a device, a device string or a dict of them, got "
-            f"{type(map_location).__name__} (a function is not supported)"
+            f"map_location must be a device, a device string, a dict of them or a function "
+            f"(tensor, saved location) -> tensor, got {type(map_location).__name__}"
         )
     if hasattr(f, "read"):
         path, data = str(getattr(f, "name", "<file object>")), f.read()
@@ -155,6 +182,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if tree is None:
         return dict(sorted(arrays.items()))
     return unflatten(path, tree, arrays, map_location)
+
+
+def _check_pickle_module(op: str, module) -> None:
+    """PyTorch's default `pickle_module` (the standard `pickle`) or None: anything else would
+    mean a pickle kiln does not make."""
+    if module is not None and module is not pickle:
+        raise ArgumentTypeError(
+            f"kn.{op} never pickles: pickle_module can only be the standard pickle (or None), "
+            f"got {getattr(module, '__name__', type(module).__name__)}"
+        )
 
 
 def save_arrays(state: Mapping, path, metadata: Mapping[str, str] | None = None) -> None:
@@ -408,6 +445,8 @@ def _parse(path: str, data: bytes) -> tuple[dict, dict]:
 def _refuse_pickles(path: str, data: bytes) -> None:
     """PyTorch's `.pt`/`.pth` files (a zip archive of pickles, or a bare pickle) get a
     message of their own: kiln never unpickles (a pickle can run any code)."""
+    if len(data) > 8 and data[8:9] == b"{" and struct.unpack("<Q", data[:8])[0] <= len(data) - 8:
+        return  # a safetensors header (its length's bytes may look like a pickle's: 0x80 0x03)
     if data[:4] == b"PK\x03\x04":
         what = "a zip archive (torch.save's format, or NumPy's .npz)"
     elif data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):

@@ -17,6 +17,8 @@ import math
 import threading
 from collections import Counter
 
+import numpy as np
+
 from .errors import DimTypeError, IndexOutOfBoundsError, ShapeError
 
 _anon_ids = itertools.count()
@@ -277,7 +279,9 @@ def broadcast_shapes(*shapes, why: str = "operands could not be broadcast togeth
 def normalize_axis(axis: int, ndim: int) -> int:
     """`axis` in [0, ndim); a 0-d array takes 0 and -1, as PyTorch wraps its dims."""
     if not isinstance(axis, int) or isinstance(axis, bool):
-        raise DimTypeError(f"axis must be an int, got {axis!r}")
+        if not isinstance(axis, np.integer):  # NumPy's ints are dims too, as in PyTorch
+            raise DimTypeError(f"axis must be an int, got {axis!r}")
+        axis = int(axis)
     if not -max(ndim, 1) <= axis < max(ndim, 1):  # (PyTorch's message)
         raise IndexOutOfBoundsError(
             f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
@@ -317,7 +321,7 @@ def normalize_axes(axis, ndim: int) -> tuple:
     """
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = tuple(sorted(normalize_axis(a, ndim) for a in axes))
     for a, b in zip(out, out[1:]):
         if a == b:  # (torch 2.13's message)

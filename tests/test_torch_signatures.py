@@ -513,15 +513,6 @@ MISSING = {
     ("torch", "relu"): ({"inplace"}, INPLACE),
     ("torch", "remainder"): ({"a", "b"}, SPELLING),
     ("torch", "result_type"): ({"tensor1", "tensor2"}, SPELLING),
-    ("torch", "save"): (
-        {
-            "pickle_module",
-            "pickle_protocol",
-            "_disable_byteorder_record",
-            "_use_new_zipfile_serialization",
-        },
-        KILN_OWN,
-    ),
     ("torch", "searchsorted"): ({"values"}, SPELLING),
     ("torch", "slogdet"): ({"input"}, TORCH_FORM),
     ("torch", "squeeze"): ({"out"}, NO_OUT),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -218,9 +219,39 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     >>> t
     tensor([5., 0.])
     """
+    t = share_array(ndarray)
+    if not ndarray.flags.writeable:
+        warnings.warn(
+            "The given NumPy array is not writable, and kiln does not support non-writable "
+            "tensors: writing to the tensor is undefined (copy the array to protect its data)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return t
+
+
+def share_array(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor over `ndarray`'s memory (`from_numpy`, `as_tensor`, `asarray`), refusing
+    what PyTorch's tensors cannot view: negative strides, a non-native byte order (ValueError).
+
+    >>> import numpy as np
+    >>> share_array(np.arange(3)).tolist()
+    [0, 1, 2]
+    """
     if not isinstance(ndarray, np.ndarray):
         raise ArgumentTypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ArgumentError(
+            f"given numpy array has byte order different from the native byte order "
+            f"({ndarray.dtype.str}): convert it first "
+            "(array.astype(array.dtype.newbyteorder('=')))"
+        )
     dt.as_dtype(ndarray.dtype)
+    if any(st < 0 for st in ndarray.strides):
+        raise ArgumentError(
+            f"at least one stride of the given numpy array is negative ({ndarray.strides}), and "
+            "tensors with negative strides are not supported: copy it first (array.copy())"
+        )
     mark_not_resizable(ndarray)  # its memory is the array's, as PyTorch's from_numpy storage
     return make(ndarray)
 

@@ -396,7 +396,7 @@ def _asarray_data(obj, want, device, copy):
     if shared is not None and shared.dtype.kind in "biuf":
         matches = (want is None or want == shared.dtype) and device in (None, "cpu")
         if matches and not copy:
-            return fa.from_numpy(shared)
+            return fa.share_array(shared)
         if copy is False:
             raise ArgumentError("asarray: copy=False, but a copy is needed for the dtype or "
                                 "device asked for")  # fmt: skip
@@ -440,7 +440,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     if not data.flags.writeable:
         warnings.warn("frombuffer: the buffer is not writable; writing through the tensor is "
                       "not supported", UserWarning, stacklevel=2)  # fmt: skip
-    t = fa.from_numpy(data)
+    t = fa.share_array(data)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -474,7 +474,7 @@ def from_dlpack(ext_tensor):
     source = ext_tensor if hasattr(ext_tensor, "__dlpack__") else _Capsule(ext_tensor)
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
-    return fa.from_numpy(np.from_dlpack(source))
+    return fa.share_array(np.from_dlpack(source))
 
 
 def to_dlpack(tensor):

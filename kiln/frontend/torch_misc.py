@@ -192,7 +192,7 @@ def as_tensor(data, dtype=None, device=None):
         return data.to(dtype=dtype) if device is None else data.to(device, dtype)
     shared = isinstance(data, np.ndarray) and (dtype is None or dt.as_dtype(dtype) == data.dtype)
     if shared and device in (None, "cpu"):
-        return fa.from_numpy(data)
+        return fa.share_array(data)
     return fa.tensor(data, dtype=dtype, device="cpu" if device is None else device)
 
 

@@ -318,7 +318,7 @@ def check_eager_vs_compiled(fn, *inputs, grads=True, rtol=None, atol=None) -> bo
     >>> check_eager_vs_compiled(lambda x, w: kn.tanh(x @ w), np.ones((2, 3)), np.ones((3, 2)))
     True
     >>> def f(x):  # knows whether it is traced
-    ...     return x * (2.0 if isinstance(x, kn.Tensor) else 2.5)
+    ...     return x * (2.5 if isinstance(x, kn.Symbol) else 2.0)
     >>> check_eager_vs_compiled(f, np.ones(3))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     AssertionError: output 'output' differs, compiled (actual) vs eager (expected): arrays ...

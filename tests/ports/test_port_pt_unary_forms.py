@@ -389,11 +389,8 @@ SCENARIOS.xfail.update(
 )
 
 
-COMPILED_XFAIL = {
-    "out_partly_overlapping_the_input": "kn.compile does not check an out= that partly "
-    "overlaps the input (torch and eager kiln raise RuntimeError 'unsupported operation'): the "
-    "trace writes exp of the values it read before the write",
-}
+# (an out= partly overlapping the input is refused under kn.compile too now: pt_binary)
+COMPILED_XFAIL: dict = {}
 
 
 @pytest.mark.parametrize("mode", MODES)

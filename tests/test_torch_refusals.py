@@ -197,6 +197,15 @@ def test_a_piece_of_a_piece_is_used_while_nothing_changed():
         inner * 3
 
 
+def test_an_as_strided_view_of_a_piece_is_not_changed_in_place_while_recording():
+    # regression (torch-fuzz program 255534): as_strided of a piece of split did not carry the
+    # piece's mark, so relu_ on it was recorded; torch 2.13 refuses it as on the piece itself
+    b = kn.tensor([0.5, -1.0, 2.0, -3.0], requires_grad=True)
+    view = b.tanh().split(2)[0].as_strided((2,), (1,))
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        view.relu_()
+
+
 def test_a_piece_used_after_its_base_changed_unrecorded_as_torch():
     torch = pytest.importorskip("torch")
     for how in ("detach", "no_grad"):

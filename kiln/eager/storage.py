@@ -28,7 +28,7 @@ from ..ops.core import bind
 from ..runtime.backend import get_backend
 from . import grad_mode
 from .grad_mode import state
-from .tensor import Tensor, _address, check_view, describe, make, meta_of, version_of
+from .tensor import PIECE, Tensor, _address, check_view, describe, make, meta_of, version_of
 
 __all__ = ["empty_strided"]
 
@@ -114,6 +114,9 @@ def as_strided_view(t: Tensor, size, stride, storage_offset=None) -> Tensor:
     meta = meta_of(out)
     meta.base, meta.base_fn, meta.inference = base, base._grad_fn, base._inference
     meta.no_grad_view = not state.grad
+    multi = getattr(t._meta, "multi", None)
+    if multi is not None:  # a view of a piece of split/unbind is one too, as PyTorch's
+        meta.multi, meta.base_fn = multi, PIECE
     return out
 
 

@@ -17,6 +17,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 from pt_oracle import Scenarios
+from pt_serial_common import check_like_torch
 
 import kiln as kn
 
@@ -449,27 +450,7 @@ SCENARIOS.xfail.update(
 
 @pytest.mark.parametrize("name", SCENARIOS.names())
 def test_serialization_like_torch(name):
-    fn, _ = SCENARIOS.cases[name]
-    want, torch_error = _outcome(torch, fn)
-    got, kiln_error = _outcome(kn, fn)
-    if torch_error is not None:
-        assert isinstance(kiln_error, type(torch_error)), (
-            f"torch raised {type(torch_error).__name__}: {torch_error}; kiln: "
-            f"{type(kiln_error).__name__ if kiln_error else got}"
-        )
-        return
-    if kiln_error is not None:
-        raise kiln_error
-    from pt_oracle import assert_same
-
-    assert_same(got, want)
-
-
-def _outcome(lib, fn):
-    try:
-        return fn(lib), None
-    except Exception as error:  # noqa: BLE001 -- the exception is the result compared
-        return None, error
+    check_like_torch(torch, kn, SCENARIOS.cases[name][0])
 
 
 def test_a_view_past_its_storage_is_refused():
